@@ -1,0 +1,157 @@
+#include "kiln/autograd/engine.h"
+
+#include <map>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kiln/autograd/grad_mode.h"
+#include "kiln/core/error.h"
+#include "kiln/autograd/node.h"
+#include "kiln/core/autograd_meta.h"
+#include "kiln/ops/ops.h"
+
+namespace kiln::autograd {
+namespace {
+
+// Where autograd::grad wants a gradient delivered instead of flowing on.
+struct Capture {
+  Node* node;
+  uint32_t input_nr;
+  size_t index;
+};
+
+struct ReadyOrder {  // later nodes first, as PyTorch's CPU ready queue
+  bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+};
+
+void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
+
+variable_list run(const variable_list& roots, const variable_list& grad_roots, bool keep_graph,
+                  bool create_graph, const variable_list* inputs, bool allow_unused) {
+  KILN_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(),
+             "backward: got ", grad_roots.size(), " gradients for ", roots.size(), " tensors");
+  std::unordered_map<Node*, variable_list> buffers;
+  std::vector<std::pair<Edge, Tensor>> root_grads;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    KILN_CHECK(r.defined(), "backward: tensor ", i, " is undefined");
+    Edge e = gradient_edge(r);
+    KILN_CHECK(e.valid(), "element ", i,
+               " of tensors does not require grad and does not have a grad_fn");
+    Tensor g = grad_roots.empty() ? Tensor() : grad_roots[i];
+    if (!g.defined()) {
+      KILN_CHECK(r.numel() == 1, "grad can be implicitly created only for scalar outputs (got a "
+                                 "tensor of shape ", r.sizes(), "); pass a gradient argument");
+      g = ones_like(r);
+    } else {
+      KILN_CHECK(g.sizes() == r.sizes(), "backward: gradient of shape ", g.sizes(),
+                 " does not match the tensor's shape ", r.sizes());
+    }
+    root_grads.emplace_back(e, g);
+  }
+
+  // Dependencies: how many edges point at each node reachable from the roots.
+  std::unordered_map<Node*, int> deps;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (auto& [e, g] : root_grads)
+    if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_functions()) {
+      if (!e.valid()) continue;
+      ++deps[e.node.get()];
+      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    }
+  }
+
+  std::vector<Capture> captures;
+  variable_list captured;
+  if (inputs) {
+    captured.resize(inputs->size());
+    for (size_t i = 0; i < inputs->size(); ++i) {
+      const Tensor& t = (*inputs)[i];
+      KILN_CHECK(t.defined() && t.requires_grad(), "autograd::grad: input ", i,
+                 " does not require grad");
+      Edge e = gradient_edge(t);
+      captures.push_back({e.node.get(), e.input_nr, i});
+    }
+  }
+
+  AutoGradMode mode(create_graph);
+  std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
+  std::unordered_map<Node*, std::shared_ptr<Node>> alive;  // keeps roots' nodes alive
+  for (auto& [e, g] : root_grads) {
+    auto& buf = buffers[e.node.get()];
+    buf.resize(e.node->num_outputs());
+    accumulate(buf[e.input_nr], g);
+    alive[e.node.get()] = e.node;
+  }
+  for (auto& [e, g] : root_grads) {
+    Node* n = e.node.get();
+    if (deps[n] == 0 && alive.count(n)) {
+      ready.push(n);
+      deps[n] = -1;  // queued
+    }
+  }
+
+  while (!ready.empty()) {
+    Node* n = ready.top();
+    ready.pop();
+    variable_list grads = std::move(buffers[n]);
+    buffers.erase(n);
+    grads.resize(n->num_outputs());
+    n->run_pre_hooks(grads);
+    bool is_leaf_sink = dynamic_cast<AccumulateGrad*>(n) != nullptr;
+    for (const Capture& c : captures)
+      if (c.node == n && c.input_nr < grads.size() && grads[c.input_nr].defined())
+        accumulate(captured[c.index], grads[c.input_nr]);
+    variable_list out;
+    if (!(inputs && is_leaf_sink)) {
+      bool any = false;
+      for (const auto& g : grads) any = any || g.defined();
+      if (any) out = n->apply(std::move(grads));
+      if (!keep_graph) n->release_variables();
+    }
+    const auto& edges = n->next_functions();
+    for (size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      if (!e.valid()) continue;
+      Node* next = e.node.get();
+      if (i < out.size() && out[i].defined()) {
+        auto& buf = buffers[next];
+        buf.resize(next->num_outputs());
+        accumulate(buf[e.input_nr], out[i]);
+        alive[next] = e.node;
+      }
+      // Ready even without a gradient: its own edges must still count down.
+      if (--deps[next] == 0) ready.push(next);
+    }
+    alive.erase(n);
+  }
+
+  if (inputs && !allow_unused) {
+    for (size_t i = 0; i < captured.size(); ++i)
+      KILN_CHECK(captured[i].defined(), "autograd::grad: input ", i,
+                 " was not used in the graph; pass allow_unused=true if this is intended");
+  }
+  return captured;
+}
+
+}  // namespace
+
+void backward(const variable_list& roots, const variable_list& grad_roots,
+              std::optional<bool> retain_graph, bool create_graph) {
+  run(roots, grad_roots, retain_graph.value_or(create_graph), create_graph, nullptr, false);
+}
+
+variable_list grad(const variable_list& outputs, const variable_list& inputs,
+                   const variable_list& grad_outputs, std::optional<bool> retain_graph,
+                   bool create_graph, bool allow_unused) {
+  return run(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, &inputs,
+             allow_unused);
+}
+
+}  // namespace kiln::autograd

@@ -1,0 +1,24 @@
+#pragma once
+// The backward engine: runs the graph from the roots in dependency order with a ready queue
+// (no recursion, so deep graphs are fine), and kiln::autograd::grad.
+#include <optional>
+#include <vector>
+
+#include "kiln/core/tensor.h"
+
+namespace kiln::autograd {
+
+using variable_list = std::vector<Tensor>;
+
+// Accumulates d(sum(roots * grad_roots))/d(leaf) into every leaf's .grad.
+void backward(const variable_list& roots, const variable_list& grad_roots = {},
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
+
+// Returns d(outputs)/d(inputs) without touching .grad. With create_graph the result has a graph
+// of its own, so it can be differentiated again.
+variable_list grad(const variable_list& outputs, const variable_list& inputs,
+                   const variable_list& grad_outputs = {},
+                   std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+                   bool allow_unused = false);
+
+}  // namespace kiln::autograd

@@ -1,0 +1,113 @@
+#pragma once
+// Custom autograd functions, as libtorch's torch::autograd::Function<T>:
+//   struct MyOp : kiln::autograd::Function<MyOp> {
+//     static Tensor forward(AutogradContext* ctx, Tensor x) { ... }
+//     static variable_list backward(AutogradContext* ctx, variable_list grads) { ... }
+//   };
+//   Tensor y = MyOp::apply(x);
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "kiln/autograd/engine.h"
+#include "kiln/autograd/grad_mode.h"
+#include "kiln/autograd/ivalue.h"
+#include "kiln/autograd/node.h"
+#include "kiln/autograd/saved_tensor.h"
+
+namespace kiln::autograd {
+
+class AutogradContext {
+ public:
+  void save_for_backward(variable_list to_save) { to_save_ = std::move(to_save); }
+  variable_list get_saved_variables() const;
+  void mark_dirty(const variable_list& inputs);
+  void mark_non_differentiable(const variable_list& outputs);
+  void set_materialize_grads(bool value) { materialize_grads_ = value; }
+  bool needs_input_grad(size_t tensor_index) const {
+    return tensor_index < needs_input_grad_.size() && needs_input_grad_[tensor_index];
+  }
+  std::unordered_map<std::string, IValue> saved_data;
+
+ private:
+  friend class CustomNodeBase;
+  variable_list to_save_;
+  std::vector<SavedTensor> saved_;
+  std::weak_ptr<Node> node_;
+  std::vector<bool> needs_input_grad_;
+  std::unordered_set<const TensorImpl*> dirty_, non_differentiable_;
+  bool materialize_grads_ = true;
+};
+
+// The non-template half of a custom function's node.
+class CustomNodeBase : public Node {
+ public:
+  AutogradContext ctx;
+  // Links outputs to this node (after forward ran under no-grad). Replaces outputs that are
+  // inputs returned unchanged with aliases, so the inputs' history is untouched.
+  void finish(const variable_list& inputs, variable_list& outputs, size_t num_args,
+              std::vector<int> tensor_arg_positions);
+  void release_variables() override;
+
+ protected:
+  variable_list prepare_grads(variable_list&& grads);
+  variable_list map_result(variable_list&& result) const;
+  std::vector<SymShape> output_sizes_;
+  std::vector<ScalarType> output_dtypes_;
+  size_t num_args_ = 0;
+  std::vector<int> tensor_positions_;
+};
+
+template <class T>
+class CustomNode final : public CustomNodeBase {
+ public:
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
+    return map_result(T::backward(&ctx, prepare_grads(std::move(grads))));
+  }
+  std::string name() const override { return "CppNode"; }
+};
+
+namespace detail {
+inline void collect(variable_list& out, std::vector<int>& pos, int& i, const Tensor& t) {
+  out.push_back(t);
+  pos.push_back(i++);
+}
+inline void collect(variable_list& out, std::vector<int>& pos, int& i, const variable_list& ts) {
+  for (const auto& t : ts) out.push_back(t);
+  (void)pos;
+  ++i;
+}
+template <class A>
+void collect(variable_list&, std::vector<int>&, int& i, const A&) {
+  ++i;
+}
+inline variable_list to_list(const Tensor& t) { return {t}; }
+inline variable_list to_list(const variable_list& v) { return v; }
+inline void from_list(Tensor& t, const variable_list& v) { t = v.at(0); }
+inline void from_list(variable_list& t, const variable_list& v) { t = v; }
+}  // namespace detail
+
+template <class T>
+struct Function {
+  template <class... Args>
+  static auto apply(Args&&... args) {
+    auto node = std::make_shared<CustomNode<T>>();
+    variable_list inputs;
+    std::vector<int> positions;
+    int i = 0;
+    (detail::collect(inputs, positions, i, args), ...);
+    using R = decltype(T::forward(&node->ctx, std::forward<Args>(args)...));
+    R out;
+    {
+      NoGradGuard no_grad;
+      out = T::forward(&node->ctx, std::forward<Args>(args)...);
+    }
+    variable_list outs = detail::to_list(out);
+    node->finish(inputs, outs, sizeof...(Args), positions);
+    detail::from_list(out, outs);
+    return out;
+  }
+};
+
+}  // namespace kiln::autograd

@@ -1,0 +1,72 @@
+#include "kiln/autograd/node.h"
+
+#include <atomic>
+
+#include "kiln/autograd/deferred_release.h"
+#include "kiln/core/autograd_meta.h"
+#include "kiln/core/dispatch.h"
+#include "kiln/ops/ops.h"
+
+namespace kiln::autograd {
+namespace {
+std::atomic<uint64_t> g_next_sequence_nr{0};
+}
+
+Node::Node() : sequence_nr_(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> next;
+  next.reserve(next_edges_.size());
+  for (auto& e : next_edges_) next.push_back(std::move(e.node));
+  defer_release(std::move(next), {});
+}
+
+void Node::add_pre_hook(uint32_t output_nr, TensorHook hook) {
+  pre_hooks_.emplace_back(output_nr, std::move(hook));
+}
+
+void Node::run_pre_hooks(std::vector<Tensor>& grads) const {
+  for (const auto& [nr, hook] : pre_hooks_) {
+    if (nr >= grads.size() || !grads[nr].defined()) continue;
+    Tensor r = hook(grads[nr]);
+    if (r.defined()) grads[nr] = r;
+  }
+}
+
+AccumulateGrad::AccumulateGrad(Tensor leaf) : leaf_(std::move(leaf)) {}
+
+void AccumulateGrad::run_pre_hooks(std::vector<Tensor>& grads) const {
+  Node::run_pre_hooks(grads);
+  const AutogradMeta* m = leaf_.impl()->autograd_meta();
+  if (!m || grads.empty() || !grads[0].defined()) return;
+  for (const auto& hook : m->hooks) {
+    Tensor r = hook(grads[0]);
+    if (r.defined()) grads[0] = r;
+  }
+}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
+  Tensor g = std::move(grads.at(0));
+  if (!g.defined()) return {};
+  AutogradMeta& m = leaf_.impl()->ensure_autograd_meta();
+  if (!GradMode::is_enabled()) g = g.detach();
+  // Out of place: the incoming gradient may be shared with a caller or another leaf.
+  m.grad = m.grad.defined() ? add(m.grad, g) : g;
+  return {};
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined()) return {};
+  AutogradMeta* m = t.impl()->autograd_meta();
+  if (!m) return {};
+  if (m->grad_fn) return Edge{m->grad_fn, m->output_nr};
+  if (!m->requires_grad) return {};
+  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    m->grad_accumulator = acc;
+  }
+  return Edge{acc, 0};
+}
+
+}  // namespace kiln::autograd

@@ -1,0 +1,73 @@
+#pragma once
+// Node: one step of the backward graph. Edges point at the nodes that produced each input.
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/core/tensor.h"
+
+namespace kiln::autograd {
+
+class Node;
+struct Edge {
+  std::shared_ptr<Node> node;  // null: the input needs no gradient
+  uint32_t input_nr = 0;       // which input slot of `node` this gradient feeds
+  bool valid() const { return node != nullptr; }
+};
+
+// Shape and dtype of a forward input, so its gradient can be summed and cast back to them.
+struct InputMeta {
+  SymShape sizes;
+  ScalarType dtype;
+};
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  virtual ~Node();
+  // Gradients of this node's outputs in, gradients of its inputs out (one per next edge).
+  virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
+  virtual std::string name() const = 0;
+  // Drops what the forward saved (after a backward without retain_graph).
+  virtual void release_variables() {}
+
+  const std::vector<Edge>& next_functions() const { return next_edges_; }
+  std::vector<Edge>& mutable_next_edges() { return next_edges_; }
+  size_t num_outputs() const { return num_outputs_; }
+  void set_num_outputs(size_t n) { num_outputs_ = n; }
+  uint64_t sequence_nr() const { return sequence_nr_; }
+  std::vector<InputMeta>& input_metadata() { return input_meta_; }
+
+  // Hooks on the gradient of one of this node's outputs (tensor hooks, retain_grad); they run
+  // before apply and may replace the gradient.
+  using TensorHook = std::function<Tensor(const Tensor&)>;
+  void add_pre_hook(uint32_t output_nr, TensorHook hook);
+  virtual void run_pre_hooks(std::vector<Tensor>& grads) const;
+
+ protected:
+  Node();
+  std::vector<Edge> next_edges_;
+  std::vector<InputMeta> input_meta_;
+  size_t num_outputs_ = 1;
+  uint64_t sequence_nr_;
+  std::vector<std::pair<uint32_t, TensorHook>> pre_hooks_;
+};
+
+// Writes gradients into a leaf tensor's .grad.
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(Tensor leaf);
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  std::string name() const override { return "AccumulateGrad"; }
+  const Tensor& variable() const { return leaf_; }
+  void run_pre_hooks(std::vector<Tensor>& grads) const override;  // the leaf's own hooks too
+
+ private:
+  Tensor leaf_;
+};
+
+// The gradient edge for a tensor: its grad_fn, or its leaf accumulator when it requires grad.
+Edge gradient_edge(const Tensor& t);
+
+}  // namespace kiln::autograd

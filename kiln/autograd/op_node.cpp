@@ -1,0 +1,133 @@
+#include "kiln/autograd/op_node.h"
+
+#include "kiln/autograd/deferred_release.h"
+#include "kiln/autograd/grad_mode.h"
+#include "kiln/core/autograd_meta.h"
+#include "kiln/core/dispatch.h"
+#include "kiln/ops/ops.h"
+
+namespace kiln::autograd {
+
+OpNode::~OpNode() {
+  std::vector<Tensor> held;
+  for (auto& s : saved_inputs_) held.push_back(std::move(s.raw()));
+  for (auto& s : saved_outputs_) held.push_back(std::move(s.raw()));
+  defer_release({}, std::move(held));
+}
+
+void OpNode::release_variables() {
+  for (auto& s : saved_inputs_) s.reset();
+  for (auto& s : saved_outputs_) s.reset();
+  released_ = true;
+}
+
+Tensor reduce_grad_to(const Tensor& grad, const SymShape& sizes, ScalarType dtype,
+                      const std::string& who) {
+  Tensor g = grad;
+  if (!(g.sizes() == SymIntArrayRef(sizes))) {
+    KILN_CHECK(g.dim() >= static_cast<int64_t>(sizes.size()), who,
+               ": gradient of shape ", g.sizes(), " cannot be reduced to the input's shape ",
+               SymIntArrayRef(sizes));
+    g = sum_to_size(g, sizes);
+  }
+  if (g.dtype() != dtype) g = g.to(dtype);
+  return g;
+}
+
+std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
+  std::shared_ptr<Node> self = shared_from_this();
+  std::string who = name();
+  std::vector<Tensor> inputs, outputs;
+  for (const auto& s : saved_inputs_) inputs.push_back(s.unpack(self, who.c_str()));
+  for (const auto& s : saved_outputs_) outputs.push_back(s.unpack(self, who.c_str()));
+  // Outputs that received no gradient contribute zeros (multi-output ops).
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined() && i < output_dtypes_.size() && is_floating_point(output_dtypes_[i]))
+      grads[i] = zeros(SymIntList(output_sizes_[i]), TensorOptions(output_dtypes_[i]));
+  }
+  BackwardContext ctx{grads, inputs, outputs, attrs_, needs_input_grad_};
+  std::vector<Tensor> result = op_.backward_(ctx);
+  result.resize(next_edges_.size());
+  for (size_t i = 0; i < result.size(); ++i) {
+    if (!needs_input_grad_[i]) {
+      result[i] = Tensor();
+      continue;
+    }
+    if (result[i].defined())
+      result[i] = reduce_grad_to(result[i], input_meta_[i].sizes, input_meta_[i].dtype, who);
+  }
+  return result;
+}
+
+namespace {
+
+bool requires_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
+
+std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>& inputs,
+                                      const Attrs& attrs) {
+  if (op.is_inplace) {
+    const Tensor& self = inputs.at(0);
+    AutogradMeta* m = self.impl()->autograd_meta();
+    KILN_CHECK(!(m && m->requires_grad && !m->grad_fn), op.name,
+               ": a leaf Variable that requires grad is being used in an in-place operation.");
+    KILN_CHECK(!(m && m->is_view && m->requires_grad), op.name,
+               ": in-place operations on a view of a tensor that requires grad are not "
+               "supported; apply the operation to the base tensor or clone() the view first.");
+  }
+  if (!op.differentiable()) {
+    KILN_CHECK(!op.is_inplace || !requires_grad(inputs.at(0)), op.name,
+               ": the op is not differentiable, so it cannot modify a tensor that requires grad");
+    NoGradGuard no_grad;
+    return run_kernel(op, inputs, attrs);
+  }
+
+  auto node = std::make_shared<OpNode>(op, attrs);
+  auto& edges = node->mutable_next_edges();
+  edges.reserve(inputs.size());
+  for (const auto& t : inputs) {
+    edges.push_back(requires_grad(t) ? gradient_edge(t) : Edge{});
+    node->needs_input_grad().push_back(requires_grad(t));
+    node->input_metadata().push_back(
+        InputMeta{t.defined() ? t.sym_sizes() : SymShape{}, t.defined() ? t.dtype() : kFloat32});
+  }
+  if (op.saves_inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      // An in-place op overwrites input 0: keep a copy of what it was.
+      const Tensor& t = inputs[i];
+      if (op.is_inplace && i == 0 && t.defined()) {
+        NoGradGuard no_grad;
+        node->saved_inputs().emplace_back(t.clone(), false);
+      } else {
+        node->saved_inputs().emplace_back(t, false);
+      }
+    }
+  }
+
+  std::vector<Tensor> outs;
+  {
+    NoGradGuard no_grad;
+    outs = run_kernel(op, inputs, attrs);
+  }
+  node->set_num_outputs(outs.size());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    Tensor& o = outs[i];
+    node->output_dtypes().push_back(o.dtype());
+    node->output_sizes().push_back(o.sym_sizes());
+    if (!is_floating_point(o.dtype())) continue;  // indices, masks: no gradient
+    AutogradMeta& m = o.impl()->ensure_autograd_meta();
+    m.requires_grad = true;
+    m.grad_fn = node;
+    m.output_nr = static_cast<uint32_t>(i);
+    if (op.is_view) m.is_view = true;
+  }
+  if (op.saves_outputs)
+    for (const auto& o : outs) node->saved_outputs().emplace_back(o, true);
+  return outs;
+}
+
+struct InstallHook {
+  InstallHook() { set_autograd_hook(&autograd_dispatch); }
+} install_hook;
+
+}  // namespace
+}  // namespace kiln::autograd

@@ -1,0 +1,39 @@
+#pragma once
+// OpNode: the backward step of one registry op. It keeps what the entry's backward formula needs
+// and calls it; the autograd dispatch hook creates one per differentiable op call.
+#include "kiln/autograd/node.h"
+#include "kiln/autograd/saved_tensor.h"
+#include "kiln/ops/registry.h"
+
+namespace kiln::autograd {
+
+class OpNode final : public Node {
+ public:
+  OpNode(const OpDef& op, Attrs attrs) : op_(op), attrs_(std::move(attrs)) {}
+  ~OpNode() override;
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  std::string name() const override { return op_.name + "_backward"; }
+  void release_variables() override;
+
+  std::vector<SavedTensor>& saved_inputs() { return saved_inputs_; }
+  std::vector<SavedTensor>& saved_outputs() { return saved_outputs_; }
+  std::vector<bool>& needs_input_grad() { return needs_input_grad_; }
+  std::vector<ScalarType>& output_dtypes() { return output_dtypes_; }
+  std::vector<SymShape>& output_sizes() { return output_sizes_; }
+
+ private:
+  const OpDef& op_;
+  Attrs attrs_;
+  std::vector<SavedTensor> saved_inputs_;
+  std::vector<SavedTensor> saved_outputs_;
+  std::vector<bool> needs_input_grad_;
+  std::vector<ScalarType> output_dtypes_;
+  std::vector<SymShape> output_sizes_;
+  bool released_ = false;
+};
+
+// Sums `grad` down to `sizes` (undoing broadcasting) and casts it to `dtype`.
+Tensor reduce_grad_to(const Tensor& grad, const SymShape& sizes, ScalarType dtype,
+                      const std::string& who);
+
+}  // namespace kiln::autograd

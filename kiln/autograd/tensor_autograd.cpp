@@ -1,0 +1,121 @@
+// The autograd methods of kiln::Tensor.
+#include "kiln/autograd/engine.h"
+#include "kiln/autograd/node.h"
+#include "kiln/core/autograd_meta.h"
+#include "kiln/core/error.h"
+#include "kiln/core/tensor.h"
+#include "kiln/ops/ops.h"
+
+namespace kiln {
+namespace {
+const Tensor& undefined_tensor() {
+  static const Tensor t;
+  return t;
+}
+const std::shared_ptr<autograd::Node>& null_node() {
+  static const std::shared_ptr<autograd::Node> n;
+  return n;
+}
+}  // namespace
+
+bool Tensor::requires_grad() const {
+  const AutogradMeta* m = checked()->autograd_meta();
+  return m && m->requires_grad;
+}
+
+Tensor& Tensor::requires_grad_(bool r) {
+  AutogradMeta* m = checked()->autograd_meta();
+  KILN_CHECK(r || !(m && m->grad_fn),
+             "requires_grad_: you can only change requires_grad flags of leaf variables. If you "
+             "want to use a computed variable in a subgraph that doesn't require differentiation "
+             "use detach()");
+  KILN_CHECK(!r || kiln::is_floating_point(dtype()),
+             "requires_grad_: only Tensors of floating point dtype can require gradients (got ",
+             dtype(), ")");
+  if (r || m) checked()->ensure_autograd_meta().requires_grad = r;
+  return *this;
+}
+
+const Tensor& Tensor::grad() const {
+  const AutogradMeta* m = checked()->autograd_meta();
+  return m ? m->grad : undefined_tensor();
+}
+
+Tensor& Tensor::mutable_grad() const { return checked()->ensure_autograd_meta().grad; }
+void Tensor::set_grad(const Tensor& g) const { checked()->ensure_autograd_meta().grad = g; }
+
+const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  const AutogradMeta* m = checked()->autograd_meta();
+  return m ? m->grad_fn : null_node();
+}
+
+bool Tensor::is_leaf() const { return grad_fn() == nullptr; }
+
+uint32_t Tensor::output_nr() const {
+  const AutogradMeta* m = checked()->autograd_meta();
+  return m ? m->output_nr : 0;
+}
+
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph,
+                      bool create_graph) const {
+  autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient}
+                                                 : std::vector<Tensor>{},
+                     retain_graph, create_graph);
+}
+
+Tensor Tensor::detach() const {
+  const TensorImpl& i = *checked();
+  return Tensor(std::make_shared<TensorImpl>(i.storage(), i.dtype(), i.sizes(), i.strides(),
+                                             i.storage_offset()));
+}
+
+Tensor& Tensor::detach_() {
+  if (AutogradMeta* m = checked()->autograd_meta()) {
+    m->grad_fn.reset();
+    m->requires_grad = false;
+    m->output_nr = 0;
+    m->is_view = false;
+  }
+  return *this;
+}
+
+void Tensor::retain_grad() const {
+  KILN_CHECK(requires_grad(), "retain_grad: can't retain_grad on Tensor that has requires_grad=False");
+  if (is_leaf()) return;  // leaves keep .grad anyway
+  AutogradMeta& m = checked()->ensure_autograd_meta();
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  std::weak_ptr<TensorImpl> weak = impl_ptr();
+  m.grad_fn->add_pre_hook(m.output_nr, [weak](const Tensor& g) {
+    if (auto impl = weak.lock()) {
+      AutogradMeta& meta = impl->ensure_autograd_meta();
+      meta.grad = meta.grad.defined() ? kiln::add(meta.grad, g) : g.detach().clone();
+    }
+    return Tensor();
+  });
+}
+
+bool Tensor::retains_grad() const {
+  const AutogradMeta* m = checked()->autograd_meta();
+  return m && m->retains_grad;
+}
+
+void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+  KILN_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't "
+                              "require gradient");
+  if (is_leaf()) {  // the accumulator may not exist yet: the leaf keeps its hooks
+    checked()->ensure_autograd_meta().hooks.push_back(std::move(hook));
+    return;
+  }
+  autograd::Edge e = autograd::gradient_edge(*this);
+  e.node->add_pre_hook(e.input_nr, std::move(hook));
+}
+
+void Tensor::register_hook(std::function<void(const Tensor&)> hook) const {
+  register_hook(std::function<Tensor(const Tensor&)>([hook = std::move(hook)](const Tensor& g) {
+    hook(g);
+    return Tensor();
+  }));
+}
+
+}  // namespace kiln

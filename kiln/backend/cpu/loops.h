@@ -1,0 +1,207 @@
+#pragma once
+// CPU element loops shared by pointwise kernels: broadcasting, dim coalescing, a contiguous fast
+// path the compiler vectorises, and OpenMP parallelism for large tensors.
+#include <array>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "kiln/core/tensor.h"
+#include "kiln/backend/cpu/parallel.h"
+#include "kiln/core/error.h"
+
+namespace kiln::cpu {
+
+// Half and BFloat16 are stored as 16 bits and computed in float.
+template <class T>
+using compute_t =
+    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+
+// The iteration space of one output and N inputs broadcast to it, after merging dims that are
+// contiguous in every operand. Strides are in elements; a broadcast dim has stride 0.
+template <size_t N>
+struct LoopPlan {
+  std::vector<int64_t> sizes;                     // innermost last
+  std::vector<std::array<int64_t, N + 1>> strides;  // per dim: out, in0, in1, ...
+  int64_t numel = 1;
+  bool contiguous = true;  // every operand dense and in order (no broadcasting)
+};
+
+template <size_t N>
+LoopPlan<N> plan_loop(const Tensor& out, const std::array<const Tensor*, N>& ins) {
+  LoopPlan<N> p;
+  const int64_t nd = out.dim();
+  const auto& osz = out.impl()->sizes();
+  std::vector<std::array<int64_t, N + 1>> st(nd);
+  std::vector<int64_t> sz(nd);
+  for (int64_t d = 0; d < nd; ++d) {
+    sz[d] = osz[d].guard_int();
+    st[d][0] = out.impl()->strides()[d].guard_int();
+  }
+  for (size_t k = 0; k < N; ++k) {
+    const Tensor& t = *ins[k];
+    const int64_t off = nd - t.dim();
+    for (int64_t d = 0; d < nd; ++d) {
+      int64_t s = 0;
+      if (d >= off) {
+        int64_t td = d - off;
+        if (t.impl()->sizes()[td].guard_int() != 1) s = t.impl()->strides()[td].guard_int();
+      }
+      st[d][k + 1] = s;
+    }
+  }
+  for (int64_t n : sz) p.numel *= n;
+  // Drop size-1 dims, then merge dim d into d+1 when contiguous for every operand.
+  for (int64_t d = 0; d < nd; ++d) {
+    if (sz[d] == 1) continue;
+    if (!p.sizes.empty()) {
+      bool mergeable = true;
+      auto& prev = p.strides.back();
+      for (size_t k = 0; k <= N; ++k)
+        if (prev[k] != st[d][k] * sz[d]) mergeable = false;
+      if (mergeable) {
+        p.sizes.back() *= sz[d];
+        prev = st[d];
+        continue;
+      }
+    }
+    p.sizes.push_back(sz[d]);
+    p.strides.push_back(st[d]);
+  }
+  if (p.sizes.empty()) {
+    p.sizes.push_back(1);
+    p.strides.push_back({});
+    p.strides.back().fill(1);
+  }
+  p.contiguous = p.sizes.size() == 1;
+  for (size_t k = 0; k <= N && p.contiguous; ++k)
+    if (p.strides[0][k] != 1) p.contiguous = false;
+  return p;
+}
+
+// Calls body(ptrs, n, inner_strides) over runs of the innermost dim, in parallel when large.
+// ptrs[k] points at the first element of operand k for that run.
+template <size_t N, class Body>
+void for_each_run(const LoopPlan<N>& p, const std::array<char*, N + 1>& base,
+                  const std::array<size_t, N + 1>& elsize, Body body) {
+  const int64_t inner = p.sizes.back();
+  std::array<int64_t, N + 1> inner_stride;
+  for (size_t k = 0; k <= N; ++k) inner_stride[k] = p.strides.back()[k];
+  const int64_t outer = p.numel / (inner == 0 ? 1 : inner);
+  if (p.numel == 0) return;
+  const int64_t outer_dims = static_cast<int64_t>(p.sizes.size()) - 1;
+  auto run_range = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      std::array<char*, N + 1> ptr = base;
+      int64_t rem = r;
+      for (int64_t d = outer_dims - 1; d >= 0; --d) {
+        int64_t i = rem % p.sizes[d];
+        rem /= p.sizes[d];
+        for (size_t k = 0; k <= N; ++k) ptr[k] += i * p.strides[d][k] * static_cast<int64_t>(elsize[k]);
+      }
+      body(ptr, inner, inner_stride);
+    }
+  };
+  if (p.numel >= kParallelGrain && outer > 1) {
+    parallel_for(0, outer, std::max<int64_t>(1, kParallelGrain / inner), run_range);
+  } else {
+    run_range(0, outer);
+  }
+}
+
+// out[i] = f(in0[i], in1[i], ...) with broadcasting. Out and In... are storage types; f sees
+// compute types (float for Half/BFloat16).
+template <class Out, class... In, class F>
+void pointwise(const Tensor& out, F f, const std::array<const Tensor*, sizeof...(In)>& ins) {
+  constexpr size_t N = sizeof...(In);
+  LoopPlan<N> p = plan_loop<N>(out, ins);
+  std::array<char*, N + 1> base;
+  base[0] = static_cast<char*>(out.data_ptr());
+  for (size_t k = 0; k < N; ++k) base[k + 1] = static_cast<char*>(ins[k]->data_ptr());
+  std::array<size_t, N + 1> elsize{sizeof(Out), sizeof(In)...};
+  auto apply = [&](const std::array<char*, N + 1>& ptr, int64_t i, const auto& stride) {
+    return [&]<size_t... K>(std::index_sequence<K...>) {
+      return f(static_cast<compute_t<In>>(
+          reinterpret_cast<const In*>(ptr[K + 1])[i * stride[K + 1]])...);
+    }(std::index_sequence_for<In...>{});
+  };
+  if (p.contiguous) {
+    // Dense: a flat loop per chunk, which the compiler vectorises.
+    auto dense = [&](int64_t begin, int64_t end) {
+      Out* o = reinterpret_cast<Out*>(base[0]);
+      [&]<size_t... K>(std::index_sequence<K...>) {
+        std::array<const void*, N> in_ptrs{base[K + 1]...};
+        for (int64_t i = begin; i < end; ++i)
+          o[i] = static_cast<Out>(f(static_cast<compute_t<In>>(
+              static_cast<const In*>(in_ptrs[K])[i])...));
+      }(std::index_sequence_for<In...>{});
+    };
+    if (p.numel >= kParallelGrain) {
+      parallel_for(0, p.numel, kParallelGrain, dense);
+    } else {
+      dense(0, p.numel);
+    }
+    return;
+  }
+  for_each_run<N>(p, base, elsize, [&](const std::array<char*, N + 1>& ptr, int64_t n,
+                                       const std::array<int64_t, N + 1>& stride) {
+    Out* o = reinterpret_cast<Out*>(ptr[0]);
+    for (int64_t i = 0; i < n; ++i) o[i * stride[0]] = static_cast<Out>(apply(ptr, i, stride));
+  });
+}
+
+template <class Out, class In, class F>
+void unary_loop(const Tensor& out, const Tensor& in, F f) {
+  pointwise<Out, In>(out, f, {&in});
+}
+template <class Out, class A, class B, class F>
+void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  pointwise<Out, A, B>(out, f, {&a, &b});
+}
+template <class Out, class A, class B, class C, class F>
+void ternary_loop(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, F f) {
+  pointwise<Out, A, B, C>(out, f, {&a, &b, &c});
+}
+
+// Dtype visitors restricted to what a kernel supports; `f` receives a value of the C++ type.
+template <class F>
+void visit_floating(ScalarType t, const char* op, F&& f) {
+  switch (t) {
+    case kFloat32: return f(float{});
+    case kFloat64: return f(double{});
+    case kFloat16: return f(Half{});
+    case kBFloat16: return f(BFloat16{});
+    default: KILN_FAIL(op, ": not implemented for dtype ", t, " (expected a floating dtype)");
+  }
+}
+template <class F>
+void visit_numeric(ScalarType t, const char* op, F&& f) {  // every dtype but bool
+  switch (t) {
+    case kUInt8: return f(uint8_t{});
+    case kInt8: return f(int8_t{});
+    case kInt16: return f(int16_t{});
+    case kInt32: return f(int32_t{});
+    case kInt64: return f(int64_t{});
+    case kBool: KILN_FAIL(op, ": not implemented for dtype bool");
+    default: return visit_floating(t, op, f);
+  }
+}
+template <class F>
+void visit_all(ScalarType t, const char* op, F&& f) {
+  if (t == kBool) return f(bool{});
+  visit_numeric(t, op, f);
+}
+template <class F>
+void visit_integral(ScalarType t, const char* op, F&& f) {  // bitwise ops: ints and bool
+  switch (t) {
+    case kBool: return f(bool{});
+    case kUInt8: return f(uint8_t{});
+    case kInt8: return f(int8_t{});
+    case kInt16: return f(int16_t{});
+    case kInt32: return f(int32_t{});
+    case kInt64: return f(int64_t{});
+    default: KILN_FAIL(op, ": not implemented for dtype ", t, " (expected an integral dtype)");
+  }
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,40 @@
+#include "kiln/core/device.h"
+
+#include "kiln/core/error.h"
+
+namespace kiln {
+
+Device::Device(const std::string& spec) {
+  auto colon = spec.find(':');
+  std::string kind = spec.substr(0, colon);
+  if (kind == "cpu") {
+    type = DeviceType::CPU;
+  } else if (kind == "cuda") {
+    type = DeviceType::CUDA;
+  } else {
+    KILN_FAIL("Device: unknown device '", spec, "'; expected 'cpu', 'cuda' or 'cuda:N'");
+  }
+  if (colon != std::string::npos) {
+    try {
+      index = static_cast<int8_t>(std::stoi(spec.substr(colon + 1)));
+    } catch (const std::exception&) {
+      KILN_FAIL("Device: bad device index in '", spec, "'");
+    }
+  }
+}
+
+std::string Device::str() const {
+  std::string s = type == DeviceType::CPU ? "cpu" : "cuda";
+  if (index >= 0) s += ":" + std::to_string(index);
+  return s;
+}
+
+std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
+
+namespace {
+thread_local Device t_default_device{};
+}
+Device default_device() { return t_default_device; }
+void set_default_device(Device d) { t_default_device = d; }
+
+}  // namespace kiln

@@ -1,0 +1,176 @@
+#include "kiln/core/dispatch.h"
+
+#include "kiln/core/autograd_meta.h"
+#include "kiln/core/error.h"
+#include "kiln/ops/registry.h"
+
+namespace kiln {
+namespace {
+thread_local bool t_grad_enabled = true;
+thread_local std::vector<std::shared_ptr<DispatchMode>> t_modes;
+thread_local size_t t_mode_depth = 0;  // modes [0, depth) are active
+AutogradHook g_autograd_hook = nullptr;
+
+bool requires_grad(const Tensor& t) {
+  if (!t.defined()) return false;
+  const AutogradMeta* m = t.impl()->autograd_meta();
+  return m && m->requires_grad;
+}
+
+// Restores the mode depth when the handling mode returns (or throws).
+struct DepthRestore {
+  size_t saved;
+  ~DepthRestore() { t_mode_depth = saved; }
+};
+
+Device pick_device(const OpDef& op, const std::vector<Tensor>& inputs) {
+  const Tensor* first = nullptr;
+  for (const auto& t : inputs) {
+    if (!t.defined()) continue;
+    // CPU scalars (wrapped numbers and 0-dim tensors) may join tensors on any device.
+    if (t.is_cpu() && t.dim() == 0 && inputs.size() > 1) continue;
+    if (!first) {
+      first = &t;
+    } else if (!(t.device() == first->device())) {
+      KILN_FAIL(op.name, ": expected all tensors to be on the same device, but found ",
+                first->device(), " and ", t.device());
+    }
+  }
+  if (first) return first->device();
+  for (const auto& t : inputs)
+    if (t.defined()) return t.device();
+  return default_device();
+}
+
+Tensor make_output(const TensorSpec& s, const std::vector<Tensor>& inputs, bool meta) {
+  if (s.inplace_of >= 0) return inputs.at(s.inplace_of);
+  SymShape strides = s.strides.empty() ? contiguous_strides(s.sizes) : s.strides;
+  if (s.view_of >= 0) {
+    const Tensor& base = inputs.at(s.view_of);
+    return Tensor(std::make_shared<TensorImpl>(base.impl()->storage(), s.dtype, s.sizes,
+                                               std::move(strides), s.storage_offset));
+  }
+  Storage storage;
+  if (meta) {
+    storage = StorageImpl::meta(s.device);
+  } else {
+    // Extent of the layout: 1 + sum (size-1)*stride, for possibly non-contiguous strides.
+    int64_t extent = 1;
+    bool empty = false;
+    for (size_t d = 0; d < s.sizes.size(); ++d) {
+      int64_t n = s.sizes[d].guard_int();
+      if (n == 0) empty = true;
+      extent += (n - 1) * strides[d].guard_int();
+    }
+    if (empty) extent = 0;
+    storage = std::make_shared<StorageImpl>(static_cast<size_t>(extent) * element_size(s.dtype),
+                                            s.device);
+  }
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), s.dtype, s.sizes,
+                                             std::move(strides), 0));
+}
+
+bool any_meta(const std::vector<Tensor>& inputs) {
+  for (const auto& t : inputs)
+    if (t.defined() && (t.is_meta() || t.impl()->is_symbolic())) return true;
+  return false;
+}
+
+std::vector<Tensor> make_outputs(const OpDef& op, const std::vector<Tensor>& inputs,
+                                 const Attrs& attrs, bool meta) {
+  KILN_CHECK(op.meta_, op.name, ": the op has no meta function");
+  std::vector<TensorSpec> specs = op.meta_(inputs, attrs);
+  std::vector<Tensor> outs;
+  outs.reserve(specs.size());
+  for (auto& s : specs) outs.push_back(make_output(s, inputs, meta));
+  return outs;
+}
+}  // namespace
+
+bool GradMode::is_enabled() { return t_grad_enabled; }
+void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+
+ModeGuard::ModeGuard(std::shared_ptr<DispatchMode> mode) {
+  t_modes.resize(t_mode_depth);
+  t_modes.push_back(std::move(mode));
+  t_mode_depth = t_modes.size();
+}
+ModeGuard::~ModeGuard() {
+  t_modes.pop_back();
+  t_mode_depth = t_modes.size();
+}
+
+void set_autograd_hook(AutogradHook hook) { g_autograd_hook = hook; }
+
+std::vector<Tensor> call_op(const OpDef& op, std::vector<Tensor> inputs, const Attrs& attrs) {
+  if (t_mode_depth > 0) {
+    DepthRestore restore{t_mode_depth};
+    DispatchMode* mode = t_modes[t_mode_depth - 1].get();
+    --t_mode_depth;
+    return mode->handle(op, inputs, attrs);
+  }
+  if (t_grad_enabled && g_autograd_hook) {
+    for (const auto& t : inputs)
+      if (requires_grad(t)) return g_autograd_hook(op, inputs, attrs);
+  }
+  return run_kernel(op, inputs, attrs);
+}
+
+Tensor call_op1(const OpDef& op, std::vector<Tensor> inputs, const Attrs& attrs) {
+  auto outs = call_op(op, std::move(inputs), attrs);
+  return std::move(outs.at(0));
+}
+
+std::vector<Tensor> run_meta(const OpDef& op, const std::vector<Tensor>& inputs,
+                             const Attrs& attrs) {
+  pick_device(op, inputs);
+  return make_outputs(op, inputs, attrs, /*meta=*/true);
+}
+
+std::vector<Tensor> run_kernel(const OpDef& op, const std::vector<Tensor>& inputs,
+                               const Attrs& attrs) {
+  if (any_meta(inputs)) return run_meta(op, inputs, attrs);
+  Device device = pick_device(op, inputs);
+  const KernelFn& kernel = op.kernels[static_cast<int>(device.type)];
+  std::vector<Tensor> outs;
+  if (op.dynamic_output) {
+    KILN_CHECK(kernel, op.name, ": no kernel for device ", device);
+    kernel(inputs, outs, attrs);
+  } else {
+    outs = make_outputs(op, inputs, attrs, /*meta=*/false);
+    if (kernel) {
+      kernel(inputs, outs, attrs);
+    } else {
+      KILN_CHECK(op.is_view, op.name, ": no kernel for device ", device);
+    }
+  }
+  if (op.is_inplace) inputs.at(0).impl()->storage()->bump_version();
+  return outs;
+}
+
+std::vector<Tensor> MetaMode::handle(const OpDef& op, const std::vector<Tensor>& inputs,
+                                     const Attrs& attrs) {
+  return run_meta(op, inputs, attrs);
+}
+
+std::vector<Tensor> RecordingMode::handle(const OpDef& op, const std::vector<Tensor>& inputs,
+                                          const Attrs& attrs) {
+  RecordedOp rec{op.name, attrs.to_string(), {}, {}, {}};
+  for (const auto& t : inputs) rec.input_sizes.push_back(t.defined() ? t.sym_sizes() : SymShape{});
+  auto outs = call_op(op, inputs, attrs);
+  for (const auto& t : outs) {
+    rec.output_sizes.push_back(t.sym_sizes());
+    rec.output_dtypes.push_back(t.dtype());
+  }
+  ops_.push_back(std::move(rec));
+  return outs;
+}
+
+Tensor empty_meta(SymIntList sizes, ScalarType dtype, Device device) {
+  SymShape s = std::move(sizes).get();
+  SymShape strides = contiguous_strides(s);
+  return Tensor(std::make_shared<TensorImpl>(StorageImpl::meta(device), dtype, std::move(s),
+                                             std::move(strides), 0));
+}
+
+}  // namespace kiln

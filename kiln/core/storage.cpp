@@ -1,0 +1,73 @@
+#include "kiln/core/storage.h"
+
+#include <cstdlib>
+
+#include "kiln/core/error.h"
+
+namespace kiln {
+namespace {
+
+class CpuAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes) override {
+    size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    void* p = std::aligned_alloc(kCpuAlignment, rounded == 0 ? kCpuAlignment : rounded);
+    KILN_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes");
+    return p;
+  }
+  void deallocate(void* p) override { std::free(p); }
+};
+
+// Until the CUDA backend registers itself, asking for CUDA memory is a clear error.
+class MissingAllocator final : public Allocator {
+ public:
+  explicit MissingAllocator(const char* name) : name_(name) {}
+  void* allocate(size_t) override {
+    KILN_FAIL("allocate: Kiln was built without ", name_, " support or no ", name_,
+              " device is present");
+  }
+  void deallocate(void*) override {}
+
+ private:
+  const char* name_;
+};
+
+Allocator* g_allocators[kNumDeviceTypes] = {nullptr, nullptr};
+
+}  // namespace
+
+Allocator* get_allocator(DeviceType t) {
+  static CpuAllocator cpu;
+  static MissingAllocator cuda("CUDA");
+  Allocator* a = g_allocators[static_cast<int>(t)];
+  if (a) return a;
+  return t == DeviceType::CPU ? static_cast<Allocator*>(&cpu) : &cuda;
+}
+
+void set_allocator(DeviceType t, Allocator* a) { g_allocators[static_cast<int>(t)] = a; }
+
+StorageImpl::StorageImpl(size_t nbytes, Device device)
+    : nbytes_(nbytes), device_(device), allocator_(get_allocator(device.type)) {
+  data_ = allocator_->allocate(nbytes);
+}
+
+StorageImpl::StorageImpl(void* data, size_t nbytes, Device device,
+                         std::function<void(void*)> deleter)
+    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
+
+std::shared_ptr<StorageImpl> StorageImpl::meta(Device device) {
+  std::shared_ptr<StorageImpl> s(new StorageImpl());
+  s->device_ = device;
+  s->meta_ = true;
+  return s;
+}
+
+StorageImpl::~StorageImpl() {
+  if (allocator_) {
+    allocator_->deallocate(data_);
+  } else if (deleter_) {
+    deleter_(data_);
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,55 @@
+#pragma once
+// Storage: a reference-counted buffer from a device Allocator. Views share one Storage; its
+// version counter lets autograd detect in-place changes to tensors it saved.
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "kiln/core/device.h"
+
+namespace kiln {
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t nbytes) = 0;
+  virtual void deallocate(void* p) = 0;
+};
+// The allocator for a device type; CPU returns 64-byte aligned memory.
+Allocator* get_allocator(DeviceType t);
+void set_allocator(DeviceType t, Allocator* a);
+constexpr size_t kCpuAlignment = 64;
+
+class StorageImpl {
+ public:
+  // Allocates nbytes on `device`.
+  StorageImpl(size_t nbytes, Device device);
+  // Wraps memory Kiln does not own; `deleter` (may be empty) runs when the storage dies.
+  StorageImpl(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter);
+  // A storage without memory: what meta tensors (shapes only) have.
+  static std::shared_ptr<StorageImpl> meta(Device device);
+  ~StorageImpl();
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  bool is_meta() const { return meta_; }
+  uint32_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  StorageImpl() = default;
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  Device device_;
+  bool meta_ = false;
+  Allocator* allocator_ = nullptr;
+  std::function<void(void*)> deleter_;
+  std::atomic<uint32_t> version_{0};
+};
+using Storage = std::shared_ptr<StorageImpl>;
+
+}  // namespace kiln

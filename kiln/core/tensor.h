@@ -1,0 +1,301 @@
+#pragma once
+// Tensor: a cheap value handle to a TensorImpl, with libtorch's method names. Methods that are
+// ops forward to the free functions in kiln/ops (one dispatch path for everything).
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kiln/core/array_ref.h"
+#include "kiln/core/scalar.h"
+#include "kiln/core/tensor_impl.h"
+#include "kiln/core/tensor_options.h"
+
+namespace kiln {
+
+namespace indexing {
+class TensorIndex;
+}
+class Generator;
+
+// Unary pointwise ops that are also methods and have an in-place form (x.exp(), x.exp_()).
+#define KILN_UNARY_METHOD_OPS(_) \
+  _(neg) _(abs) _(sign) _(exp) _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt)  \
+  _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh)     \
+  _(tanh) _(sigmoid) _(relu) _(erf) _(erfc) _(erfinv) _(floor) _(ceil) _(round) _(trunc) \
+  _(frac) _(logical_not) _(bitwise_not) _(square)
+
+// Binary pointwise ops that are also methods, with tensor or scalar `other` and in-place forms.
+#define KILN_BINARY_METHOD_OPS(_)                                                            \
+  _(mul) _(div) _(pow) _(atan2) _(maximum) _(minimum) _(fmod) _(remainder) _(eq) _(ne)      \
+  _(lt) _(le) _(gt) _(ge) _(logical_and) _(logical_or) _(logical_xor) _(bitwise_and)        \
+  _(bitwise_or) _(bitwise_xor)
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- handle and metadata ----
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  long use_count() const { return impl_.use_count(); }
+
+  int64_t dim() const { return checked()->dim(); }
+  int64_t ndimension() const { return dim(); }
+  SymIntArrayRef sizes() const { return SymIntArrayRef(checked()->sizes()); }
+  SymIntArrayRef strides() const { return SymIntArrayRef(checked()->strides()); }
+  SymShape sym_sizes() const { return checked()->sizes(); }
+  SymShape sym_strides() const { return checked()->strides(); }
+  SymInt size(int64_t d) const;    // negative d counts from the end
+  SymInt stride(int64_t d) const;
+  SymInt numel() const { return checked()->numel(); }
+  SymInt storage_offset() const { return checked()->storage_offset(); }
+  ScalarType dtype() const { return checked()->dtype(); }
+  ScalarType scalar_type() const { return dtype(); }
+  Device device() const { return checked()->device(); }
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
+  bool is_contiguous() const { return checked()->is_contiguous(); }
+  bool is_meta() const { return checked()->is_meta(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_floating_point() const { return kiln::is_floating_point(dtype()); }
+  size_t element_size() const { return kiln::element_size(dtype()); }
+  size_t nbytes() const { return static_cast<size_t>(numel().guard_int()) * element_size(); }
+  void* data_ptr() const;
+  template <class T>
+  T* data_ptr() const;  // checks T against dtype()
+  template <class T>
+  const T* const_data_ptr() const { return data_ptr<T>(); }
+  Scalar item() const;
+  template <class T>
+  T item() const { return item().to<T>(); }
+  std::string toString() const;  // "CPUFloatType" style type name
+  int64_t _version() const { return checked()->storage()->version(); }
+  void print() const;
+
+  // ---- autograd (kiln/autograd) ----
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& set_requires_grad(bool r) { return requires_grad_(r); }
+  const Tensor& grad() const;
+  Tensor& mutable_grad() const;
+  void set_grad(const Tensor& g) const;
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  bool is_leaf() const;
+  uint32_t output_nr() const;
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
+  Tensor detach() const;
+  Tensor& detach_();
+  void retain_grad() const;
+  bool retains_grad() const;
+  // Runs `hook` on this tensor's gradient during backward; a defined result replaces it.
+  void register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  void register_hook(std::function<void(const Tensor&)> hook) const;
+
+  // ---- conversion and copies (ops/creation.h) ----
+  Tensor to(ScalarType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const Tensor& other) const;  // other's dtype and device
+  Tensor cpu() const { return to(Device(kCPU)); }
+  Tensor cuda() const { return to(Device(kCUDA)); }
+  Tensor toType(ScalarType t) const { return to(t); }
+  Tensor type_as(const Tensor& other) const { return to(other.dtype()); }
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
+  Tensor& fill_(const Scalar& value);
+  Tensor& fill_(const Tensor& value);
+  Tensor& zero_();
+  Tensor& normal_(double mean = 0, double std = 1, Generator* gen = nullptr);
+  Tensor& uniform_(double from = 0, double to = 1, Generator* gen = nullptr);
+  Tensor& bernoulli_(double p = 0.5, Generator* gen = nullptr);
+  Tensor bernoulli(Generator* gen = nullptr) const;
+  Tensor& random_(int64_t from, int64_t to, Generator* gen = nullptr);
+  Tensor& exponential_(double lambd = 1, Generator* gen = nullptr);
+
+  // ---- pointwise (ops/pointwise.h) ----
+#define KILN_DECLARE_UNARY_METHOD(name) \
+  Tensor name() const;                  \
+  Tensor& name##_();
+  KILN_UNARY_METHOD_OPS(KILN_DECLARE_UNARY_METHOD)
+#undef KILN_DECLARE_UNARY_METHOD
+#define KILN_DECLARE_BINARY_METHOD(name)       \
+  Tensor name(const Tensor& other) const;      \
+  Tensor name(const Scalar& other) const;      \
+  Tensor& name##_(const Tensor& other);        \
+  Tensor& name##_(const Scalar& other);
+  KILN_BINARY_METHOD_OPS(KILN_DECLARE_BINARY_METHOD)
+#undef KILN_DECLARE_BINARY_METHOD
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor div(const Tensor& other, std::optional<std::string> rounding_mode) const;
+  Tensor div(const Scalar& other, std::optional<std::string> rounding_mode) const;
+  Tensor& div_(const Tensor& other, std::optional<std::string> rounding_mode);
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {}) const;
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor clamp_min(const Scalar& min) const;
+  Tensor clamp_max(const Scalar& max) const;
+  Tensor& clamp_min_(const Scalar& min);
+  Tensor& clamp_max_(const Scalar& max);
+  Tensor lerp(const Tensor& end, const Scalar& weight) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor addcmul(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
+  Tensor addcdiv(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
+  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor nan_to_num(std::optional<double> nan = std::nullopt,
+                    std::optional<double> posinf = std::nullopt,
+                    std::optional<double> neginf = std::nullopt) const;
+  Tensor where(const Tensor& condition, const Tensor& other) const;  // self where cond else other
+
+  // ---- reductions (ops/reduce.h) ----
+  Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dim, bool keepdim = false,
+             std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(IntArrayRef dim, bool keepdim = false,
+              std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(int64_t dim, bool keepdim = false,
+              std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor amax(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor var(bool unbiased = true) const;
+  Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor std(bool unbiased = true) const;
+  Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor norm(const Scalar& p = 2) const;
+  Tensor norm(const Scalar& p, IntArrayRef dim, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dim, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor count_nonzero(IntArrayRef dim = {}) const;
+  Tensor cumsum(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor cumprod(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor log_softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+
+  // ---- views and shape (ops/shape.h) ----
+  Tensor view(SymIntList size) const;
+  Tensor reshape(SymIntList size) const;
+  Tensor view_as(const Tensor& other) const;
+  Tensor reshape_as(const Tensor& other) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, SymIntList sizes) const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;
+  Tensor mT() const;
+  Tensor squeeze() const;
+  Tensor squeeze(IntArrayRef dims) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor expand(SymIntList size) const;
+  Tensor expand_as(const Tensor& other) const;
+  Tensor broadcast_to(SymIntList size) const;
+  Tensor slice(int64_t dim = 0, std::optional<SymInt> start = std::nullopt,
+               std::optional<SymInt> end = std::nullopt, SymInt step = 1) const;
+  Tensor narrow(int64_t dim, SymInt start, SymInt length) const;
+  Tensor select(int64_t dim, SymInt index) const;
+  Tensor as_strided(SymIntList size, SymIntList stride,
+                    std::optional<SymInt> storage_offset = std::nullopt) const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  Tensor unfold(int64_t dimension, int64_t size, int64_t step) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> split(SymInt split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> split_with_sizes(IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+  Tensor movedim(IntArrayRef source, IntArrayRef destination) const;
+  Tensor flip(IntArrayRef dims) const;
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  Tensor repeat(SymIntList repeats) const;
+  Tensor tile(SymIntList reps) const;
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
+  Tensor operator[](int64_t index) const;
+
+  // ---- linear algebra (ops/linalg.h) ----
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  Tensor dot(const Tensor& other) const;
+  Tensor outer(const Tensor& other) const;
+  Tensor addmm(const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
+               const Scalar& alpha = 1) const;
+  Tensor baddbmm(const Tensor& b1, const Tensor& b2, const Scalar& beta = 1,
+                 const Scalar& alpha = 1) const;
+
+  // ---- operators ----
+  Tensor operator-() const { return neg(); }
+  Tensor operator~() const { return bitwise_not(); }
+  Tensor& operator+=(const Tensor& o) { return add_(o); }
+  Tensor& operator+=(const Scalar& o) { return add_(o); }
+  Tensor& operator-=(const Tensor& o) { return sub_(o); }
+  Tensor& operator-=(const Scalar& o) { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) { return mul_(o); }
+  Tensor& operator*=(const Scalar& o) { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) { return div_(o); }
+  Tensor& operator/=(const Scalar& o) { return div_(o); }
+
+ private:
+  TensorImpl* checked() const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+#define KILN_TENSOR_BINARY_OPERATOR(op, method)                                              \
+  inline Tensor operator op(const Tensor& a, const Tensor& b) { return a.method(b); }        \
+  inline Tensor operator op(const Tensor& a, const Scalar& b) { return a.method(b); }        \
+  Tensor operator op(const Scalar& a, const Tensor& b);
+KILN_TENSOR_BINARY_OPERATOR(+, add)
+KILN_TENSOR_BINARY_OPERATOR(-, sub)
+KILN_TENSOR_BINARY_OPERATOR(*, mul)
+KILN_TENSOR_BINARY_OPERATOR(/, div)
+KILN_TENSOR_BINARY_OPERATOR(==, eq)
+KILN_TENSOR_BINARY_OPERATOR(!=, ne)
+KILN_TENSOR_BINARY_OPERATOR(<, lt)
+KILN_TENSOR_BINARY_OPERATOR(<=, le)
+KILN_TENSOR_BINARY_OPERATOR(>, gt)
+KILN_TENSOR_BINARY_OPERATOR(>=, ge)
+KILN_TENSOR_BINARY_OPERATOR(&, bitwise_and)
+KILN_TENSOR_BINARY_OPERATOR(|, bitwise_or)
+KILN_TENSOR_BINARY_OPERATOR(^, bitwise_xor)
+#undef KILN_TENSOR_BINARY_OPERATOR
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace kiln

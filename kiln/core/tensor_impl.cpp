@@ -1,0 +1,84 @@
+#include "kiln/core/tensor_impl.h"
+
+#include "kiln/core/autograd_meta.h"
+#include "kiln/core/error.h"
+
+namespace kiln {
+
+TensorImpl::TensorImpl(Storage storage, ScalarType dtype, SymShape sizes, SymShape strides,
+                       SymInt storage_offset)
+    : storage_(std::move(storage)),
+      sizes_(std::move(sizes)),
+      strides_(std::move(strides)),
+      storage_offset_(std::move(storage_offset)),
+      dtype_(dtype) {}
+
+TensorImpl::~TensorImpl() = default;
+
+SymInt TensorImpl::numel() const { return numel_of(sizes_); }
+
+bool TensorImpl::is_symbolic() const {
+  if (storage_offset_.is_symbolic()) return true;
+  for (const auto& s : sizes_)
+    if (s.is_symbolic()) return true;
+  for (const auto& s : strides_)
+    if (s.is_symbolic()) return true;
+  return false;
+}
+
+bool TensorImpl::is_contiguous() const {
+  SymInt expected = 1;
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    if (sizes_[d] == 1) continue;
+    if (strides_[d] != expected) return false;
+    expected = expected * sizes_[d];
+  }
+  return true;
+}
+
+void* TensorImpl::data() const {
+  if (storage_->is_meta()) return nullptr;
+  return static_cast<char*>(storage_->data()) +
+         storage_offset_.guard_int() * static_cast<int64_t>(element_size(dtype_));
+}
+
+AutogradMeta& TensorImpl::ensure_autograd_meta() {
+  if (!autograd_meta_) autograd_meta_ = std::make_unique<AutogradMeta>();
+  return *autograd_meta_;
+}
+
+void TensorImpl::set_autograd_meta(std::unique_ptr<AutogradMeta> m) { autograd_meta_ = std::move(m); }
+
+void TensorImpl::set_sizes_and_strides(SymShape sizes, SymShape strides, SymInt offset) {
+  sizes_ = std::move(sizes);
+  strides_ = std::move(strides);
+  storage_offset_ = std::move(offset);
+}
+
+SymShape contiguous_strides(const SymShape& sizes) {
+  SymShape strides(sizes.size());
+  SymInt acc = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = acc;
+    acc = acc * sym_max(sizes[d], 1);
+  }
+  return strides;
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t acc = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = acc;
+    acc *= std::max<int64_t>(sizes[d], 1);
+  }
+  return strides;
+}
+
+SymInt numel_of(const SymShape& sizes) {
+  SymInt n = 1;
+  for (const auto& s : sizes) n = n * s;
+  return n;
+}
+
+}  // namespace kiln

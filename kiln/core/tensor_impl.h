@@ -1,0 +1,67 @@
+#pragma once
+// TensorImpl: what a Tensor handle points at. Storage, offset, sizes and strides (SymInts),
+// dtype, and optional autograd metadata. See tensor.h for the user-facing handle.
+#include <memory>
+#include <vector>
+
+#include "kiln/core/array_ref.h"
+#include "kiln/core/dtype.h"
+#include "kiln/core/storage.h"
+
+namespace kiln {
+
+class Tensor;
+namespace autograd {
+class Node;
+}
+struct AutogradMeta;  // kiln/core/autograd_meta.h
+
+class TensorImpl {
+ public:
+  TensorImpl(Storage storage, ScalarType dtype, SymShape sizes, SymShape strides,
+             SymInt storage_offset = 0);
+  ~TensorImpl();
+
+  const Storage& storage() const { return storage_; }
+  ScalarType dtype() const { return dtype_; }
+  Device device() const { return storage_->device(); }
+  const SymShape& sizes() const { return sizes_; }
+  const SymShape& strides() const { return strides_; }
+  const SymInt& storage_offset() const { return storage_offset_; }
+  int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
+  SymInt numel() const;
+  bool is_meta() const { return storage_->is_meta(); }
+  bool is_symbolic() const;
+  bool is_contiguous() const;
+  // Start of the first element (storage data + offset * element size). Null for meta tensors.
+  void* data() const;
+
+  // Python numbers passed to ops become 0-dim tensors marked as "wrapped numbers": they take
+  // part in type promotion only by category (int vs float), as in PyTorch.
+  bool is_wrapped_number() const { return wrapped_number_; }
+  void set_wrapped_number(bool w) { wrapped_number_ = w; }
+
+  AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
+  AutogradMeta& ensure_autograd_meta();
+  void set_autograd_meta(std::unique_ptr<AutogradMeta> m);
+
+  // For in-place metadata changes (resize, as_strided_, set_): keeps the handle's identity.
+  void set_sizes_and_strides(SymShape sizes, SymShape strides, SymInt offset);
+  void set_storage(Storage s) { storage_ = std::move(s); }
+
+ private:
+  Storage storage_;
+  SymShape sizes_;
+  SymShape strides_;
+  SymInt storage_offset_;
+  ScalarType dtype_;
+  bool wrapped_number_ = false;
+  std::unique_ptr<AutogradMeta> autograd_meta_;
+};
+
+// Row-major strides for `sizes`.
+SymShape contiguous_strides(const SymShape& sizes);
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+SymInt numel_of(const SymShape& sizes);
+
+}  // namespace kiln

@@ -1,0 +1,342 @@
+#include "kiln/ops/creation.h"
+
+#include "kiln/backend/cpu/copy.h"
+#include "kiln/core/dispatch.h"
+#include "kiln/ops/meta.h"
+#include "kiln/ops/ops.h"
+#include "kiln/ops/samples.h"
+
+namespace kiln {
+namespace {
+
+std::vector<TensorSpec> factory_meta(const std::vector<Tensor>&, const Attrs& a) {
+  // attrs: sizes, ..., dtype (second to last), device (last)
+  size_t n = a.size();
+  for (const SymInt& s : a.shape(0))
+    KILN_CHECK(s >= 0, "factory: negative dimension in size ", SymIntArrayRef(a.shape(0)));
+  return {meta::spec(a.shape(0), a.dtype(n - 2), a.device(n - 1))};
+}
+
+Attrs factory_attrs(SymIntList size, const TensorOptions& o) {
+  return {std::move(size).get(), o.dtype(), o.device()};
+}
+
+Tensor finish(Tensor t, const TensorOptions& o) {
+  if (o.requires_grad()) t.requires_grad_(true);
+  return t;
+}
+
+}  // namespace
+
+KILN_REGISTER_OP(empty)
+    .schema("empty(SymInt[] size, ScalarType dtype, Device device) -> Tensor")
+    .meta(factory_meta)
+    .cpu([](const std::vector<Tensor>&, std::vector<Tensor>&, const Attrs&) {})
+    .samples([](ScalarType dt) {
+      return std::vector<OpSample>{{{}, {SymShape{2, 3}, dt, Device(kCPU)}, "2x3"},
+                                   {{}, {SymShape{0}, dt, Device(kCPU)}, "empty"}};
+    })
+    .dtypes({kFloat32, kInt64, kBool});
+
+KILN_REGISTER_OP(full)
+    .schema("full(SymInt[] size, Scalar fill_value, ScalarType dtype, Device device) -> Tensor")
+    .meta(factory_meta)
+    .cpu([](const std::vector<Tensor>&, std::vector<Tensor>& out, const Attrs& a) {
+      cpu::fill(out[0], a.scalar(1));
+    })
+    .samples([](ScalarType dt) {
+      return std::vector<OpSample>{{{}, {SymShape{2, 3}, Scalar(1.5), dt, Device(kCPU)}, "2x3"},
+                                   {{}, {SymShape{}, Scalar(7), dt, Device(kCPU)}, "0-dim"},
+                                   {{}, {SymShape{0, 2}, Scalar(1), dt, Device(kCPU)}, "empty"}};
+    })
+    .reference([](const std::vector<Tensor>&, const Attrs& a) {
+      Tensor out = empty(a.shape(0), kFloat64);
+      for (int64_t i = 0; i < out.numel(); ++i) out.data_ptr<double>()[i] = a.scalar(1).to_double();
+      return std::vector<Tensor>{out};
+    })
+    .dtypes({kFloat64, kFloat32, kBFloat16, kInt64, kBool})
+    .lowering("pointwise:full");
+
+KILN_REGISTER_OP(_to_copy)
+    .schema("_to_copy(Tensor self, ScalarType dtype, Device device) -> Tensor")
+    .meta([](const std::vector<Tensor>& in, const Attrs& a) {
+      return std::vector<TensorSpec>{meta::spec(in[0].sym_sizes(), a.dtype(0), a.device(1))};
+    })
+    .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
+      cpu::copy(out[0], in[0]);
+    })
+    .backward([](const BackwardContext& c) { return std::vector<Tensor>{c.grad()}; })
+    .samples([](ScalarType dt) {
+      std::vector<OpSample> s;
+      for (ScalarType to : {kFloat64, kFloat32, kBFloat16, kInt64})
+        s.push_back({{samples::make({3, 4}, dt)}, {to, Device(kCPU)}, "to " + std::string(dtype_name(to)), is_floating_point(to) && to == kFloat64});
+      return s;
+    })
+    .reference([](const std::vector<Tensor>& in, const Attrs&) { return std::vector<Tensor>{in[0]}; })
+    .dtypes({kFloat64, kFloat32, kInt32})
+    .lowering("pointwise:convert");
+
+KILN_REGISTER_OP(clone)
+    .schema("clone(Tensor self) -> Tensor")
+    .meta(meta::unary)
+    .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
+      cpu::copy(out[0], in[0]);
+    })
+    .backward([](const BackwardContext& c) { return std::vector<Tensor>{c.grad()}; })
+    .samples([](ScalarType dt) { return samples::unary(dt); })
+    .reference([](const std::vector<Tensor>& in, const Attrs&) { return std::vector<Tensor>{in[0]}; })
+    .lowering("pointwise:identity");
+
+KILN_REGISTER_OP(copy_)
+    .schema("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)")
+    .meta([](const std::vector<Tensor>& in, const Attrs&) {
+      std::vector<SymShape> shapes{in[0].sym_sizes(), in[1].sym_sizes()};
+      SymShape b = meta::broadcast_shapes("copy_", shapes);
+      KILN_CHECK(SymIntArrayRef(b) == in[0].sizes(), "copy_: source of shape ", in[1].sizes(),
+                 " cannot be broadcast to the destination's shape ", in[0].sizes());
+      TensorSpec s = meta::spec(in[0].sym_sizes(), in[0].dtype(), in[0].device());
+      s.inplace_of = 0;
+      return std::vector<TensorSpec>{s};
+    })
+    .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>&, const Attrs&) {
+      cpu::copy(in[0], in[1]);
+    })
+    .inplace()
+    .backward([](const BackwardContext& c) {
+      return std::vector<Tensor>{zeros_like(c.grad()), c.grad()};
+    })
+    .samples([](ScalarType dt) {
+      return std::vector<OpSample>{
+          {{samples::make({3, 4}, dt), samples::make({3, 4}, dt)}, {}, "same shape"},
+          {{samples::make({3, 4}, dt), samples::make({4}, dt)}, {}, "broadcast"},
+          {{samples::make({4, 3}, dt, -3, 3, true), samples::make({4, 3}, dt)}, {}, "strided dst"}};
+    })
+    .reference([](const std::vector<Tensor>& in, const Attrs&) {
+      return std::vector<Tensor>{in[1].expand(in[0].sizes()).clone()};
+    });
+
+KILN_REGISTER_OP(fill_)
+    .schema("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)")
+    .meta([](const std::vector<Tensor>& in, const Attrs&) {
+      TensorSpec s = meta::spec(in[0].sym_sizes(), in[0].dtype(), in[0].device());
+      s.inplace_of = 0;
+      return std::vector<TensorSpec>{s};
+    })
+    .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>&, const Attrs& a) {
+      cpu::fill(in[0], a.scalar(0));
+    })
+    .inplace()
+    .backward([](const BackwardContext& c) { return std::vector<Tensor>{zeros_like(c.grad())}; })
+    .samples([](ScalarType dt) {
+      return std::vector<OpSample>{{{samples::make({3, 4}, dt)}, {Scalar(1.5)}, "fill"},
+                                   {{samples::make({4, 3}, dt, -3, 3, true)}, {Scalar(2)}, "strided"}};
+    })
+    .reference([](const std::vector<Tensor>& in, const Attrs& a) {
+      return std::vector<Tensor>{full(in[0].sizes(), a.scalar(0), in[0].dtype())};
+    });
+
+Tensor empty(SymIntList size, const TensorOptions& o) {
+  static const OpDef& op = get_op("empty");
+  return finish(call_op1(op, {}, factory_attrs(std::move(size), o)), o);
+}
+
+Tensor empty_strided(SymIntList size, SymIntList stride, const TensorOptions& o) {
+  SymShape sz = std::move(size).get(), st = std::move(stride).get();
+  KILN_CHECK(sz.size() == st.size(), "empty_strided: got ", sz.size(), " sizes and ", st.size(),
+             " strides");
+  int64_t extent = 1;
+  for (size_t d = 0; d < sz.size(); ++d) extent += (sz[d].guard_int() - 1) * st[d].guard_int();
+  Tensor base = empty({std::max<int64_t>(extent, 0)}, o.requires_grad(false));
+  return finish(base.as_strided(sz, st), o);
+}
+
+Tensor full(SymIntList size, const Scalar& value, const TensorOptions& o) {
+  static const OpDef& op = get_op("full");
+  TensorOptions opts = o;
+  if (!o.has_dtype()) opts = o.dtype(value.is_floating_point() ? get_default_dtype() : value.dtype());
+  return finish(call_op1(op, {}, {std::move(size).get(), value, opts.dtype(), opts.device()}), o);
+}
+Tensor zeros(SymIntList size, const TensorOptions& o) { return full(std::move(size), 0.0, o.dtype(o.dtype())); }
+Tensor ones(SymIntList size, const TensorOptions& o) { return full(std::move(size), 1.0, o.dtype(o.dtype())); }
+
+namespace {
+TensorOptions like(const Tensor& t, const TensorOptions& o) {
+  TensorOptions r = o;
+  if (!o.has_dtype()) r = r.dtype(t.dtype());
+  if (!o.has_device()) r = r.device(t.device());
+  return r;
+}
+}  // namespace
+Tensor empty_like(const Tensor& t, const TensorOptions& o) { return empty(t.sym_sizes(), like(t, o)); }
+Tensor zeros_like(const Tensor& t, const TensorOptions& o) { return zeros(t.sym_sizes(), like(t, o)); }
+Tensor ones_like(const Tensor& t, const TensorOptions& o) { return ones(t.sym_sizes(), like(t, o)); }
+Tensor full_like(const Tensor& t, const Scalar& v, const TensorOptions& o) {
+  return full(t.sym_sizes(), v, like(t, o));
+}
+
+Tensor scalar_tensor(const Scalar& s, const TensorOptions& o) {
+  TensorOptions opts = o.has_dtype() ? o : o.dtype(s.is_floating_point() ? get_default_dtype() : s.dtype());
+  return full({}, s, opts);
+}
+
+Tensor wrapped_scalar(const Scalar& s) {
+  Tensor t = full({}, s, TensorOptions(s.dtype()).device(Device(kCPU)));
+  t.impl()->set_wrapped_number(true);
+  return t;
+}
+
+namespace {
+template <class V>
+Tensor from_values(const V& values, SymShape shape, ScalarType natural, const TensorOptions& o) {
+  ScalarType dt = o.has_dtype() ? o.dtype() : natural;
+  Tensor t = empty(std::move(shape), TensorOptions(dt).device(Device(kCPU)));
+  visit_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = static_cast<T*>(t.data_ptr());
+    size_t i = 0;
+    for (auto v : values) p[i++] = static_cast<T>(static_cast<std::conditional_t<std::is_same_v<T, bool>, bool, double>>(v));
+  });
+  if (o.has_device() && !o.device().is_cpu()) t = t.to(o.device());
+  return finish(t, o);
+}
+ScalarType float_default() { return get_default_dtype(); }
+}  // namespace
+
+Tensor tensor(const std::vector<double>& v, const TensorOptions& o) {
+  return from_values(v, {static_cast<int64_t>(v.size())}, float_default(), o);
+}
+Tensor tensor(std::initializer_list<double> v, const TensorOptions& o) {
+  return from_values(v, {static_cast<int64_t>(v.size())}, float_default(), o);
+}
+Tensor tensor(std::initializer_list<float> v, const TensorOptions& o) {
+  return from_values(v, {static_cast<int64_t>(v.size())}, float_default(), o);
+}
+Tensor tensor(const std::vector<float>& v, const TensorOptions& o) {
+  return from_values(v, {static_cast<int64_t>(v.size())}, float_default(), o);
+}
+Tensor tensor(std::initializer_list<int> v, const TensorOptions& o) {
+  return from_values(v, {static_cast<int64_t>(v.size())}, kInt64, o);
+}
+Tensor tensor(std::initializer_list<int64_t> v, const TensorOptions& o) {
+  return from_values(v, {static_cast<int64_t>(v.size())}, kInt64, o);
+}
+Tensor tensor(const std::vector<int64_t>& v, const TensorOptions& o) {
+  return from_values(v, {static_cast<int64_t>(v.size())}, kInt64, o);
+}
+Tensor tensor(const std::vector<int>& v, const TensorOptions& o) {
+  return from_values(v, {static_cast<int64_t>(v.size())}, kInt64, o);
+}
+Tensor tensor(std::initializer_list<bool> v, const TensorOptions& o) {
+  return from_values(v, {static_cast<int64_t>(v.size())}, kBool, o);
+}
+namespace {
+template <class T>
+Tensor from_rows(std::initializer_list<std::initializer_list<T>> rows, ScalarType natural,
+                 const TensorOptions& o) {
+  std::vector<T> flat;
+  size_t cols = rows.size() ? rows.begin()->size() : 0;
+  for (const auto& r : rows) {
+    KILN_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ", r.size(), ")");
+    flat.insert(flat.end(), r.begin(), r.end());
+  }
+  return from_values(flat, {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, natural, o);
+}
+}  // namespace
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const TensorOptions& o) {
+  return from_rows(rows, float_default(), o);
+}
+Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, const TensorOptions& o) {
+  return from_rows(rows, kInt64, o);
+}
+Tensor tensor(double value, const TensorOptions& o) {
+  return from_values(std::vector<double>{value}, {}, float_default(), o);
+}
+Tensor tensor(int64_t value, const TensorOptions& o) {
+  return from_values(std::vector<int64_t>{value}, {}, kInt64, o);
+}
+Tensor tensor(int value, const TensorOptions& o) {
+  return from_values(std::vector<int64_t>{value}, {}, kInt64, o);
+}
+
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o) {
+  KILN_CHECK(sizes.size() == strides.size(), "from_blob: got ", sizes.size(), " sizes and ",
+             strides.size(), " strides");
+  int64_t extent = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) extent += (sizes[d] - 1) * strides[d];
+  auto storage = std::make_shared<StorageImpl>(
+      data, static_cast<size_t>(std::max<int64_t>(extent, 0)) * element_size(o.dtype()),
+      o.device(), nullptr);
+  Tensor t(std::make_shared<TensorImpl>(std::move(storage), o.dtype(),
+                                        SymShape(sizes.begin(), sizes.end()),
+                                        SymShape(strides.begin(), strides.end())));
+  return finish(t, o);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o) {
+  std::vector<int64_t> st = contiguous_strides(sizes.vec());
+  return from_blob(data, sizes, st, o);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter,
+                 const TensorOptions& o) {
+  std::vector<int64_t> sz = sizes.vec();
+  int64_t n = 1;
+  for (int64_t s : sz) n *= s;
+  auto storage = std::make_shared<StorageImpl>(data, static_cast<size_t>(n) * element_size(o.dtype()),
+                                               o.device(), std::move(deleter));
+  SymShape s(sz.begin(), sz.end());
+  Tensor t(std::make_shared<TensorImpl>(std::move(storage), o.dtype(), s, contiguous_strides(s)));
+  return finish(t, o);
+}
+
+Tensor clone(const Tensor& t) {
+  static const OpDef& op = get_op("clone");
+  return call_op1(op, {t}, {});
+}
+Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
+Tensor to(const Tensor& t, Device device, ScalarType dtype) {
+  static const OpDef& op = get_op("_to_copy");
+  return call_op1(op, {t}, {dtype, device});
+}
+Tensor to(const Tensor& t, ScalarType dtype) { return to(t, t.device(), dtype); }
+Tensor& copy_(Tensor& self, const Tensor& src) {
+  static const OpDef& op = get_op("copy_");
+  call_op(op, {self, src}, {});
+  return self;
+}
+Tensor& fill_(Tensor& self, const Scalar& v) {
+  static const OpDef& op = get_op("fill_");
+  call_op(op, {self}, {v});
+  return self;
+}
+Tensor& zero_(Tensor& self) { return fill_(self, 0); }
+
+// ---- Tensor methods ----
+Tensor Tensor::to(ScalarType dtype, bool, bool copy) const {
+  if (dtype == this->dtype() && !copy) return *this;
+  return kiln::to(*this, device(), dtype);
+}
+Tensor Tensor::to(Device d, bool, bool copy) const {
+  if (d == device() && !copy) return *this;
+  return kiln::to(*this, d, dtype());
+}
+Tensor Tensor::to(Device d, ScalarType dt, bool, bool copy) const {
+  if (d == device() && dt == dtype() && !copy) return *this;
+  return kiln::to(*this, d, dt);
+}
+Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
+  Tensor r = to(o.has_device() ? o.device() : device(), o.has_dtype() ? o.dtype() : dtype(), nb, copy);
+  if (o.requires_grad()) r.requires_grad_(true);
+  return r;
+}
+Tensor Tensor::to(const Tensor& other) const { return to(other.device(), other.dtype()); }
+Tensor Tensor::contiguous() const { return kiln::contiguous(*this); }
+Tensor Tensor::clone() const { return kiln::clone(*this); }
+Tensor& Tensor::copy_(const Tensor& src, bool) { return kiln::copy_(*this, src); }
+Tensor& Tensor::fill_(const Scalar& v) { return kiln::fill_(*this, v); }
+Tensor& Tensor::fill_(const Tensor& v) {
+  KILN_CHECK(v.dim() == 0, "fill_: only supports 0-dimension value tensor but got tensor with ",
+             v.dim(), " dimensions");
+  return kiln::fill_(*this, v.item());
+}
+Tensor& Tensor::zero_() { return kiln::zero_(*this); }
+
+}  // namespace kiln

@@ -1,0 +1,58 @@
+#pragma once
+// Factories, copies and conversions: empty, zeros, ones, full, tensor, from_blob, *_like, clone,
+// to, contiguous, copy_, fill_.
+#include <functional>
+#include <initializer_list>
+#include <vector>
+
+#include "kiln/core/tensor.h"
+
+namespace kiln {
+
+Tensor empty(SymIntList size, const TensorOptions& options = {});
+Tensor empty_strided(SymIntList size, SymIntList stride, const TensorOptions& options = {});
+Tensor zeros(SymIntList size, const TensorOptions& options = {});
+Tensor ones(SymIntList size, const TensorOptions& options = {});
+Tensor full(SymIntList size, const Scalar& fill_value, const TensorOptions& options = {});
+Tensor empty_like(const Tensor& t, const TensorOptions& options = {});
+Tensor zeros_like(const Tensor& t, const TensorOptions& options = {});
+Tensor ones_like(const Tensor& t, const TensorOptions& options = {});
+Tensor full_like(const Tensor& t, const Scalar& fill_value, const TensorOptions& options = {});
+// A 0-dim tensor holding `s` (float values get the default dtype unless options say otherwise).
+Tensor scalar_tensor(const Scalar& s, const TensorOptions& options = {});
+// A 0-dim "wrapped number" tensor: how ops receive Python-style numbers (see TensorImpl).
+Tensor wrapped_scalar(const Scalar& s);
+
+// kiln::tensor({1.0, 2.0}), kiln::tensor({{1, 2}, {3, 4}}, kFloat): copies the values.
+// Without a dtype, floats give the default dtype, integers int64, bools bool (as torch.tensor).
+Tensor tensor(const std::vector<double>& values, const TensorOptions& options = {});
+Tensor tensor(std::initializer_list<double> values, const TensorOptions& options = {});
+Tensor tensor(std::initializer_list<float> values, const TensorOptions& options = {});
+Tensor tensor(std::initializer_list<int> values, const TensorOptions& options = {});
+Tensor tensor(std::initializer_list<int64_t> values, const TensorOptions& options = {});
+Tensor tensor(std::initializer_list<bool> values, const TensorOptions& options = {});
+Tensor tensor(const std::vector<float>& values, const TensorOptions& options = {});
+Tensor tensor(const std::vector<int64_t>& values, const TensorOptions& options = {});
+Tensor tensor(const std::vector<int>& values, const TensorOptions& options = {});
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const TensorOptions& options = {});
+Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, const TensorOptions& options = {});
+Tensor tensor(double value, const TensorOptions& options = {});
+Tensor tensor(int64_t value, const TensorOptions& options = {});
+Tensor tensor(int value, const TensorOptions& options = {});
+
+// Wraps memory the caller owns (no copy). `deleter`, if given, runs when the tensor dies.
+Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options = {});
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides,
+                 const TensorOptions& options = {});
+Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter,
+                 const TensorOptions& options = {});
+
+Tensor clone(const Tensor& t);
+Tensor contiguous(const Tensor& t);
+Tensor to(const Tensor& t, ScalarType dtype);
+Tensor to(const Tensor& t, Device device, ScalarType dtype);
+Tensor& copy_(Tensor& self, const Tensor& src);
+Tensor& fill_(Tensor& self, const Scalar& value);
+Tensor& zero_(Tensor& self);
+
+}  // namespace kiln

@@ -1,0 +1,43 @@
+#include "kiln/ops/registry.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+namespace kiln {
+namespace {
+std::map<std::string, std::unique_ptr<OpDef>, std::less<>>& table() {
+  static std::map<std::string, std::unique_ptr<OpDef>, std::less<>> t;
+  return t;
+}
+}  // namespace
+
+OpDef& register_op(std::string name) {
+  auto& t = table();
+  KILN_CHECK(t.find(name) == t.end(), "register_op: '", name, "' is registered twice");
+  auto def = std::make_unique<OpDef>();
+  def->name = name;
+  OpDef& ref = *def;
+  t.emplace(std::move(name), std::move(def));
+  return ref;
+}
+
+const OpDef* find_op(std::string_view name) {
+  auto& t = table();
+  auto it = t.find(name);
+  return it == t.end() ? nullptr : it->second.get();
+}
+
+const OpDef& get_op(std::string_view name) {
+  const OpDef* op = find_op(name);
+  KILN_CHECK(op != nullptr, "get_op: no op named '", name, "' is registered");
+  return *op;
+}
+
+std::vector<const OpDef*> all_ops() {
+  std::vector<const OpDef*> out;
+  for (auto& [n, def] : table()) out.push_back(def.get());
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,109 @@
+// The op-table suites: every registry entry is checked against its float64 reference, its
+// gradients against finite differences (float64), its meta function against eager, over the
+// entry's samples (non-contiguous, broadcast, 0-dim and zero-size inputs) and dtypes.
+// Adding an op to the registry adds it here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "kiln/kiln.h"
+#include "kiln/ops/registry.h"
+#include "tests/ops/op_test_util.h"
+
+namespace kiln {
+namespace {
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const OpDef* op : all_ops()) names.push_back(op->name);
+  return names;
+}
+
+class OpTable : public ::testing::TestWithParam<std::string> {
+ protected:
+  const OpDef& op() const { return get_op(GetParam()); }
+};
+
+std::vector<ScalarType> test_dtypes(const OpDef& op) {
+  if (!op.dtypes_.empty()) return op.dtypes_;
+  return {kFloat64, kFloat32};
+}
+
+TEST_P(OpTable, HasSamples) {
+  ASSERT_TRUE(op().meta_) << op().name << " has no meta function";
+  ASSERT_TRUE(op().samples_) << op().name << " has no samples";
+  EXPECT_FALSE(op().samples_(test_dtypes(op())[0]).empty());
+}
+
+TEST_P(OpTable, MatchesReference) {
+  const OpDef& o = op();
+  if (!o.reference_) GTEST_SKIP() << o.name << " is random or has no closed form (checked elsewhere)";
+  for (ScalarType dt : test_dtypes(o)) {
+    for (const OpSample& s : o.samples_(dt)) {
+      SCOPED_TRACE(o.name + " [" + std::string(dtype_name(dt)) + "] " + s.desc);
+      std::vector<Tensor> inputs = testing::clone_inputs(s.inputs);
+      std::vector<Tensor> outs = call_op(o, inputs, s.attrs);
+      std::vector<Tensor> refs = o.reference_(testing::clone_inputs(s.inputs), s.attrs);
+      ASSERT_EQ(outs.size() >= refs.size(), true);
+      for (size_t i = 0; i < refs.size(); ++i) {
+        testing::expect_close(outs[i], refs[i], testing::tolerance(o, outs[i].dtype()),
+                              "output " + std::to_string(i));
+      }
+    }
+  }
+}
+
+TEST_P(OpTable, MetaAgreesWithEager) {
+  const OpDef& o = op();
+  for (ScalarType dt : test_dtypes(o)) {
+    for (const OpSample& s : o.samples_(dt)) {
+      SCOPED_TRACE(o.name + " [" + std::string(dtype_name(dt)) + "] " + s.desc);
+      if (o.dynamic_output) continue;
+      std::vector<Tensor> meta_in;
+      for (const auto& t : s.inputs) meta_in.push_back(testing::meta_like(t));
+      std::vector<Tensor> eager = call_op(o, testing::clone_inputs(s.inputs), s.attrs);
+      std::vector<Tensor> meta;
+      {
+        ModeGuard g(std::make_shared<MetaMode>());
+        meta = call_op(o, meta_in, s.attrs);
+      }
+      ASSERT_EQ(meta.size(), eager.size());
+      for (size_t i = 0; i < meta.size(); ++i) {
+        EXPECT_TRUE(meta[i].is_meta());
+        EXPECT_EQ(meta[i].sizes().vec(), eager[i].sizes().vec());
+        EXPECT_EQ(meta[i].dtype(), eager[i].dtype());
+        if (!o.is_inplace) EXPECT_EQ(meta[i].strides().vec(), eager[i].strides().vec());
+      }
+    }
+  }
+}
+
+TEST_P(OpTable, GradientsMatchFiniteDifferences) {
+  const OpDef& o = op();
+  if (!o.differentiable()) GTEST_SKIP() << o.name << " has no backward";
+  for (const OpSample& s : o.samples_(kFloat64)) {
+    SCOPED_TRACE(o.name + " " + s.desc);
+    if (!s.check_grad) continue;
+    testing::gradcheck(o, s, /*second_order=*/false);
+  }
+}
+
+TEST_P(OpTable, SecondOrderGradients) {
+  const OpDef& o = op();
+  if (!o.differentiable() || !testing::second_order_ops().count(o.name))
+    GTEST_SKIP() << "second-order checks run for a representative set of ops";
+  for (const OpSample& s : o.samples_(kFloat64)) {
+    SCOPED_TRACE(o.name + " " + s.desc);
+    if (!s.check_grad) continue;
+    testing::gradcheck(o, s, /*second_order=*/true);
+    break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, OpTable, ::testing::ValuesIn(op_names()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,28 @@
+#pragma once
+// Helpers for the op-table tests: tolerances, comparison, layout-preserving clones, gradcheck.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kiln/ops/registry.h"
+
+namespace kiln::testing {
+
+struct Tolerance {
+  double atol, rtol;
+};
+Tolerance tolerance(const OpDef& op, ScalarType dtype);
+// Compares `actual` (any dtype) with a float64 `expected`; NaNs must match NaNs.
+void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol,
+                  const std::string& what);
+// Copies with the same sizes, strides and offset in a fresh storage (in-place ops and
+// perturbations must not touch the sample).
+Tensor clone_preserving_layout(const Tensor& t);
+std::vector<Tensor> clone_inputs(const std::vector<Tensor>& inputs);
+Tensor meta_like(const Tensor& t);
+// Finite-difference check of the op's backward (or, with second_order, of the backward of
+// its backward) in float64.
+void gradcheck(const OpDef& op, const OpSample& sample, bool second_order);
+const std::set<std::string>& second_order_ops();
+
+}  // namespace kiln::testing

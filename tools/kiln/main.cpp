@@ -1,0 +1,41 @@
+// The `kiln` command. `kiln ops` lists the op registry.
+#include <cstring>
+#include <iostream>
+
+#include "kiln/kiln.h"
+#include "kiln/ops/registry.h"
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "ops") == 0) {
+    bool json = argc >= 3 && std::strcmp(argv[2], "--json") == 0;
+    auto ops = kiln::all_ops();
+    if (json) std::cout << "[";
+    bool first = true;
+    for (const kiln::OpDef* op : ops) {
+      bool cpu = op->has_kernel(kiln::kCPU) || op->is_view;
+      bool cuda = op->has_kernel(kiln::kCUDA);
+      if (json) {
+        std::cout << (first ? "" : ",") << "\n  {\"name\": \"" << op->name
+                  << "\", \"meta\": " << (op->meta_ ? "true" : "false")
+                  << ", \"cpu\": " << (cpu ? "true" : "false")
+                  << ", \"cuda\": " << (cuda ? "true" : "false")
+                  << ", \"backward\": " << (op->differentiable() ? "true" : "false")
+                  << ", \"jvp\": " << (op->has_jvp ? "true" : "false")
+                  << ", \"vmap\": " << (op->has_vmap ? "true" : "false")
+                  << ", \"lowering\": " << (op->lowering_.empty() ? "false" : "true") << "}";
+      } else {
+        if (first) std::cout << "op                        meta cpu cuda backward jvp vmap lowering\n";
+        auto yn = [](bool b) { return b ? "yes" : " - "; };
+        std::printf("%-26s %s  %s %s  %s      %s %s  %s\n", op->name.c_str(), yn(bool(op->meta_)),
+                    yn(cpu), yn(cuda), yn(op->differentiable()), yn(op->has_jvp), yn(op->has_vmap),
+                    yn(!op->lowering_.empty()));
+      }
+      first = false;
+    }
+    if (json) std::cout << "\n]\n";
+    else std::cout << ops.size() << " ops\n";
+    return 0;
+  }
+  std::cerr << "usage: kiln ops [--json]\n";
+  return 2;
+}
