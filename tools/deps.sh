@@ -1,24 +1,54 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Kiln needs, and only those that are missing.
+# `make deps`: installs the Debian packages Kiln needs to build and test, and only those that are
+# missing. apt-get update runs only when something is missing. When it cannot install (no
+# dpkg/apt, not root and no sudo), it says which packages are needed and how to install them.
 set -euo pipefail
-need=(cmake ninja-build g++ libopenblas-dev libdnnl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+
+need=(
+  make cmake ninja-build g++     # build tools (CMake >= 3.25, g++ >= 12)
+  libopenblas-dev libdnnl-dev    # CPU matmul: OpenBLAS and oneDNN
+  nlohmann-json3-dev             # JSON
+  libgtest-dev libgmock-dev      # tests
+  libbenchmark-dev               # benchmarks
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  echo "kiln: this is not a Debian-based system, so 'make deps' cannot check or install packages." >&2
+  echo "kiln: install the equivalents of these Debian packages yourself: ${need[*]}" >&2
+  echo "kiln: continuing; CMake will name anything it cannot find." >&2
+  exit 0
+fi
+
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "kiln: all required system packages are installed."
+  exit 0
+fi
 echo "kiln: missing system packages: ${missing[*]}"
-if ! command -v apt-get >/dev/null; then
-  echo "kiln: apt-get not found; install these packages with your system's package manager." >&2
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "kiln: apt-get not found; install these packages with your package manager: ${missing[*]}" >&2
   exit 1
 fi
-sudo=""
+
+sudo=()
 if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; else
-    echo "kiln: not root and no sudo; run: apt-get install ${missing[*]}" >&2
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo=(sudo -n)
+  elif command -v sudo >/dev/null 2>&1 && [ -t 0 ]; then
+    echo "kiln: installing them needs root; sudo will ask for your password."
+    sudo=(sudo)
+  else
+    echo "kiln: installing them needs root, and this is not root and cannot use sudo. Run as root:" >&2
+    echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
     exit 1
   fi
 fi
+
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
-$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+"${sudo[@]}" apt-get update -q
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "kiln: installed ${missing[*]}"

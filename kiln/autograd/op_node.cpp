@@ -97,6 +97,11 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
       if (op.is_inplace && i == 0 && t.defined()) {
         NoGradGuard no_grad;
         node->saved_inputs().emplace_back(t.clone(), false);
+      } else if (op.saves_input_metadata && t.defined()) {
+        const TensorImpl& i = *t.impl();
+        Tensor shape_only(std::make_shared<TensorImpl>(StorageImpl::meta(i.device()), i.dtype(),
+                                                       i.sizes(), i.strides(), i.storage_offset()));
+        node->saved_inputs().emplace_back(shape_only, false);
       } else {
         node->saved_inputs().emplace_back(t, false);
       }

@@ -100,7 +100,7 @@ bool Tensor::retains_grad() const {
   return m && m->retains_grad;
 }
 
-void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+void Tensor::add_grad_hook(std::function<Tensor(const Tensor&)> hook) const {
   KILN_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't "
                               "require gradient");
   if (is_leaf()) {  // the accumulator may not exist yet: the leaf keeps its hooks
@@ -109,13 +109,6 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   }
   autograd::Edge e = autograd::gradient_edge(*this);
   e.node->add_pre_hook(e.input_nr, std::move(hook));
-}
-
-void Tensor::register_hook(std::function<void(const Tensor&)> hook) const {
-  register_hook(std::function<Tensor(const Tensor&)>([hook = std::move(hook)](const Tensor& g) {
-    hook(g);
-    return Tensor();
-  }));
 }
 
 }  // namespace kiln

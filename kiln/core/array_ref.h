@@ -17,7 +17,11 @@ class ArrayRef {
   ArrayRef(const T& one) : data_(&one), size_(1) {}  // NOLINT: x.sum(1) reads like torch
   ArrayRef(const T* data, size_t n) : data_(data), size_(n) {}
   ArrayRef(const std::vector<T>& v) : data_(v.data()), size_(v.size()) {}  // NOLINT
+  // Like c10::ArrayRef: valid for the full-expression that creates the list (a call argument).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
   ArrayRef(std::initializer_list<T> l) : data_(l.begin()), size_(l.size()) {}  // NOLINT
+#pragma GCC diagnostic pop
 
   const T* begin() const { return data_; }
   const T* end() const { return data_ + size_; }

@@ -97,7 +97,13 @@ SymInt make_opaque(SymAtom::Kind kind, const SymInt& a, const SymInt& b, const c
   if (kind == SymAtom::Kind::Min || kind == SymAtom::Kind::Max) {
     atom->key = std::string(fmt_op) + "(" + a.str() + ", " + b.str() + ")";
   } else {
-    atom->key = "(" + a.str() + fmt_op + b.str() + ")";
+    // Compound operands keep their own parentheses: ((s0+1)//2).
+    auto operand = [](const SymInt& x) {
+      std::string t = x.str();
+      bool compound = x.is_symbolic() && x.node()->terms.size() > 1;
+      return compound ? "(" + t + ")" : t;
+    };
+    atom->key = "(" + operand(a) + fmt_op + operand(b) + ")";
   }
   return atom_value(std::move(atom));
 }

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/core/array_ref.h"
@@ -96,12 +97,26 @@ class Tensor {
   void retain_grad() const;
   bool retains_grad() const;
   // Runs `hook` on this tensor's gradient during backward; a defined result replaces it.
-  void register_hook(std::function<Tensor(const Tensor&)> hook) const;
-  void register_hook(std::function<void(const Tensor&)> hook) const;
+  // The hook may also return void (observe only).
+  template <class F>
+  void register_hook(F&& hook) const {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tensor&>>) {
+      add_grad_hook([h = std::forward<F>(hook)](const Tensor& g) mutable {
+        h(g);
+        return Tensor();
+      });
+    } else {
+      add_grad_hook(std::function<Tensor(const Tensor&)>(std::forward<F>(hook)));
+    }
+  }
+  void add_grad_hook(std::function<Tensor(const Tensor&)> hook) const;
 
   // ---- conversion and copies (ops/creation.h) ----
   Tensor to(ScalarType dtype, bool non_blocking = false, bool copy = false) const;
   Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
+  Tensor to(DeviceType device, bool non_blocking = false, bool copy = false) const {
+    return to(Device(device), non_blocking, copy);
+  }
   Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
   Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
   Tensor to(const Tensor& other) const;  // other's dtype and device
@@ -146,15 +161,25 @@ class Tensor {
   Tensor div(const Tensor& other, std::optional<std::string> rounding_mode) const;
   Tensor div(const Scalar& other, std::optional<std::string> rounding_mode) const;
   Tensor& div_(const Tensor& other, std::optional<std::string> rounding_mode);
+  Tensor& div_(const Scalar& other, std::optional<std::string> rounding_mode);
+  Tensor floor_divide(const Tensor& other) const;
+  Tensor floor_divide(const Scalar& other) const;
+  Tensor round(int64_t decimals) const;
+  Tensor& round_(int64_t decimals);
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {}) const;
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& clamp_(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {});
   Tensor clamp_min(const Scalar& min) const;
   Tensor clamp_max(const Scalar& max) const;
+  Tensor clamp_min(const Tensor& min) const;
+  Tensor clamp_max(const Tensor& max) const;
   Tensor& clamp_min_(const Scalar& min);
   Tensor& clamp_max_(const Scalar& max);
   Tensor lerp(const Tensor& end, const Scalar& weight) const;
   Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor& lerp_(const Tensor& end, const Scalar& weight);
+  Tensor& lerp_(const Tensor& end, const Tensor& weight);
   Tensor addcmul(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
   Tensor addcdiv(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
   Tensor& addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
@@ -162,12 +187,16 @@ class Tensor {
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
   Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
   Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor& masked_fill_(const Tensor& mask, const Tensor& value);
   Tensor isnan() const;
   Tensor isinf() const;
   Tensor isfinite() const;
   Tensor nan_to_num(std::optional<double> nan = std::nullopt,
                     std::optional<double> posinf = std::nullopt,
                     std::optional<double> neginf = std::nullopt) const;
+  Tensor& nan_to_num_(std::optional<double> nan = std::nullopt,
+                      std::optional<double> posinf = std::nullopt,
+                      std::optional<double> neginf = std::nullopt);
   Tensor where(const Tensor& condition, const Tensor& other) const;  // self where cond else other
 
   // ---- reductions (ops/reduce.h) ----
@@ -192,14 +221,24 @@ class Tensor {
   Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
   Tensor std(bool unbiased = true) const;
   Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  // Divisor max(0, N - correction); dim nullopt or {} reduces all dims.
+  Tensor var(std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
+             bool keepdim = false) const;
+  Tensor std(std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
+             bool keepdim = false) const;
   Tensor norm(const Scalar& p = 2) const;
   Tensor norm(const Scalar& p, IntArrayRef dim, bool keepdim = false) const;
+  Tensor norm(const std::optional<Scalar>& p, IntArrayRef dim, bool keepdim,
+              ScalarType dtype) const;
   Tensor logsumexp(IntArrayRef dim, bool keepdim = false) const;
   Tensor all() const;
   Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor all(IntArrayRef dim, bool keepdim = false) const;
   Tensor any() const;
   Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor any(IntArrayRef dim, bool keepdim = false) const;
   Tensor count_nonzero(IntArrayRef dim = {}) const;
+  Tensor count_nonzero(int64_t dim) const;
   Tensor cumsum(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
   Tensor cumprod(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
   Tensor softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
@@ -231,6 +270,7 @@ class Tensor {
   Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
   Tensor unfold(int64_t dimension, int64_t size, int64_t step) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<Tensor> split(SymInt split_size, int64_t dim = 0) const;
   std::vector<Tensor> split(IntArrayRef split_sizes, int64_t dim = 0) const;
   std::vector<Tensor> split_with_sizes(IntArrayRef split_sizes, int64_t dim = 0) const;

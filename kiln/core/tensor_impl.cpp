@@ -27,6 +27,8 @@ bool TensorImpl::is_symbolic() const {
 }
 
 bool TensorImpl::is_contiguous() const {
+  for (const auto& s : sizes_)  // an empty tensor is contiguous whatever its strides
+    if (auto n = s.maybe_int(); n && *n == 0) return true;
   SymInt expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
     if (sizes_[d] == 1) continue;

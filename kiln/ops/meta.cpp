@@ -130,8 +130,9 @@ std::vector<TensorSpec> inplace_of(const char* op, const std::vector<Tensor>& in
   KILN_CHECK(SymIntArrayRef(b) == in[0].sizes(), op, ": output with shape ", in[0].sizes(),
              " doesn't match the broadcast shape ", SymIntArrayRef(b));
   ScalarType self = in[0].dtype();
-  bool ok = promote_types(self, result) == self ||
-            (is_floating_point(self) && !is_floating_point(result));
+  // PyTorch's canCast: only a cast to a lower category (float -> int, int -> bool) is refused.
+  auto category = [](ScalarType t) { return is_floating_point(t) ? 2 : t == kBool ? 0 : 1; };
+  bool ok = category(result) <= category(self);
   KILN_CHECK(ok, op, ": result type ", result, " can't be cast to the desired output type ", self);
   TensorSpec s = spec(in[0].sym_sizes(), self, in[0].device());
   s.inplace_of = 0;

@@ -1,4 +1,5 @@
-// sum: the reduction pattern other reductions follow.
+// sum and mean.
+#include "kiln/backend/cpu/reduce.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/reduce_util.h"
@@ -7,22 +8,93 @@
 namespace kiln {
 namespace {
 
+// Floating types add in float lanes (double for float64) whose blocks are summed in double;
+// integers add in int64.
+template <class T>
+struct SumReducer {
+  using C = cpu::compute_t<T>;
+  static constexpr bool kFloat = std::is_floating_point_v<C>;
+  using Lane = std::conditional_t<kFloat, C, int64_t>;
+  using Acc = std::conditional_t<kFloat, double, int64_t>;
+  T* out;
+  bool mean;
+
+  Lane lane_init() const { return 0; }
+  Lane fold(Lane a, C v) const { return a + v; }
+  Acc acc_init() const { return 0; }
+  Acc add_lane(Acc a, Lane l) const { return a + l; }
+  Acc combine(Acc a, Acc b) const { return a + b; }
+  void write(int64_t o, Acc a, int64_t n) const {
+    if constexpr (kFloat) {
+      out[o] = static_cast<T>(mean ? a / static_cast<double>(n) : a);
+    } else {
+      out[o] = static_cast<T>(a);
+    }
+  }
+};
+
+KernelFn sum_kernel(const char* op, bool mean) {
+  return [op, mean](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
+    auto dims = reduce::reduced_dims(op, a.ints(0), in[0].dim());
+    const ScalarType dt = out[0].dtype();
+    Tensor x = in[0].dtype() == dt ? in[0] : in[0].to(dt);
+    cpu::visit_numeric(dt, op, [&](auto tag) {
+      using T = decltype(tag);
+      cpu::reduce_elementwise<T>(x, dims, SumReducer<T>{out[0].data_ptr<T>(), mean});
+    });
+  };
+}
+
 // sum's dtype: integers (and bool) accumulate in int64 unless a dtype is given, as PyTorch.
 ScalarType sum_dtype(ScalarType in, std::optional<ScalarType> requested) {
   if (requested) return *requested;
   return is_integral(in, /*include_bool=*/true) ? kInt64 : in;
 }
 
-std::vector<OpSample> reduce_samples(ScalarType dt) {
+ScalarType mean_dtype(ScalarType in, std::optional<ScalarType> requested) {
+  if (requested) {
+    KILN_CHECK(is_floating_point(*requested),
+               "mean(): could not infer output dtype. Optional dtype must be either a floating "
+               "point or complex dtype. Got: ",
+               *requested);
+    return *requested;
+  }
+  KILN_CHECK(is_floating_point(in),
+             "mean(): could not infer output dtype. Input dtype must be either a floating point "
+             "or complex dtype. Got: ",
+             in);
+  return in;
+}
+
+MetaFn sum_meta(const char* op, ScalarType (*dtype)(ScalarType, std::optional<ScalarType>)) {
+  return [op, dtype](const std::vector<Tensor>& in, const Attrs& a) {
+    auto dims = reduce::reduced_dims(op, a.ints(0), in[0].dim());
+    ScalarType dt = dtype(in[0].dtype(), a.opt_dtype(2));
+    return std::vector<TensorSpec>{
+        meta::spec(reduce::reduced_shape(in[0], dims, a.b(1)), dt, in[0].device())};
+  };
+}
+
+std::vector<OpSample> sum_samples(ScalarType dt, bool integer_needs_dtype) {
   using V = std::vector<int64_t>;
-  return {
-      {{samples::make({3, 4}, dt)}, {V{}, false, std::monostate{}}, "all"},
-      {{samples::make({3, 4}, dt)}, {V{1}, false, std::monostate{}}, "dim 1"},
-      {{samples::make({3, 4}, dt)}, {V{0}, true, std::monostate{}}, "dim 0 keepdim"},
-      {{samples::make({2, 3, 4}, dt)}, {V{0, 2}, false, std::monostate{}}, "dims 0,2"},
-      {{samples::make({4, 5}, dt, -3, 3, true)}, {V{-1}, false, std::monostate{}}, "non-contiguous"},
-      {{samples::make({}, dt)}, {V{}, false, std::monostate{}}, "0-dim"},
-      {{samples::make({0, 3}, dt)}, {V{0}, false, std::monostate{}}, "empty"},
+  auto s = reduce::samples(dt, {}, [](const V& dims, bool keepdim) {
+    return Attrs{dims, keepdim, std::monostate{}};
+  });
+  s.push_back({{samples::make({3, 4}, dt)}, {V{1}, false, kFloat64}, "dtype float64"});
+  if (integer_needs_dtype) {
+    s.push_back({{samples::make({3, 4}, kInt32)}, {V{0}, true, kFloat64}, "int32 with dtype"});
+  }
+  return s;
+}
+
+ReferenceFn sum_reference(bool mean) {
+  return [mean](const std::vector<Tensor>& in, const Attrs& a) {
+    auto dims = reduce::reduced_dims("sum", a.ints(0), in[0].dim());
+    return std::vector<Tensor>{reduce::reference(in[0], dims, a.b(1), [mean](const auto& v) {
+      double s = 0;
+      for (double x : v) s += x;
+      return mean ? s / static_cast<double>(v.size()) : s;
+    })};
   };
 }
 
@@ -30,64 +102,64 @@ std::vector<OpSample> reduce_samples(ScalarType dt) {
 
 KILN_REGISTER_OP(sum)
     .schema("sum(Tensor self, int[] dim=[], bool keepdim=False, ScalarType? dtype=None) -> Tensor")
-    .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      auto dims = reduce::reduced_dims("sum", a.ints(0), in[0].dim());
-      return std::vector<TensorSpec>{
-          meta::spec(reduce::reduced_shape(in[0], dims, a.b(1)),
-                     sum_dtype(in[0].dtype(), a.opt_dtype(2)), in[0].device())};
-    })
-    .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-      auto dims = reduce::reduced_dims("sum", a.ints(0), in[0].dim());
-      const ScalarType dt = out[0].dtype();
-      Tensor x = in[0].dtype() == dt ? in[0] : in[0].to(dt);
-      cpu::visit_numeric(dt, "sum", [&](auto tag) {
-        using T = decltype(tag);
-        using Acc = std::conditional_t<std::is_floating_point_v<cpu::compute_t<T>>, double, cpu::compute_t<T>>;
-        reduce::rows<T, T>(out[0], x, dims, Acc(0), [](Acc acc, auto v) { return acc + static_cast<Acc>(v); },
-                           [](Acc acc, int64_t) { return acc; });
-      });
-    })
+    .meta(sum_meta("sum", sum_dtype))
+    .cpu(sum_kernel("sum", false))
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);
       auto dims = reduce::reduced_dims("sum", c.attrs.ints(0), x.dim());
-      Tensor g = c.grad();
-      if (!c.attrs.b(1)) g = g.view(reduce::reduced_shape(x, dims, true));
-      return std::vector<Tensor>{g.expand(x.sym_sizes())};
+      return std::vector<Tensor>{reduce::expand_back(c.grad(), x, dims, c.attrs.b(1))};
     })
-    .samples(reduce_samples)
-    .reference([](const std::vector<Tensor>& in, const Attrs& a) {
-      Tensor x = in[0].to(kFloat64);
-      auto dims = reduce::reduced_dims("sum", a.ints(0), x.dim());
-      Tensor out = zeros(reduce::reduced_shape(x, dims, a.b(1)), kFloat64);
-      Tensor xc = x.contiguous();
-      auto sizes = x.sizes().vec();
-      std::vector<int64_t> kept;
-      for (const SymInt& v : reduce::reduced_shape(x, dims, true)) kept.push_back(v.guard_int());
-      auto ostr = contiguous_strides(kept);
-      const int64_t n = x.numel();
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t rem = i, o = 0;
-        for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-          int64_t idx = rem % sizes[d];
-          rem /= sizes[d];
-          if (std::find(dims.begin(), dims.end(), d) == dims.end()) o += idx * ostr[d];
-        }
-        out.data_ptr<double>()[o] += xc.data_ptr<double>()[i];
-      }
-      return std::vector<Tensor>{out};
-    })
-    .dtypes({kFloat64, kFloat32, kBFloat16, kInt64, kInt32})
+    .samples([](ScalarType dt) { return sum_samples(dt, false); })
+    .reference(sum_reference(false))
+    .dtypes(reduce::kAllDtypes)
     .lowering("reduction:sum");
 
-Tensor sum(const Tensor& self, IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
+KILN_REGISTER_OP(mean)
+    .schema("mean(Tensor self, int[] dim=[], bool keepdim=False, ScalarType? dtype=None) -> Tensor")
+    .meta(sum_meta("mean", mean_dtype))
+    .cpu(sum_kernel("mean", true))
+    .backward([](const BackwardContext& c) {
+      const Tensor& x = c.input(0);
+      auto dims = reduce::reduced_dims("mean", c.attrs.ints(0), x.dim());
+      const double n = static_cast<double>(reduce::reduced_count(x, dims));
+      return std::vector<Tensor>{reduce::expand_back(c.grad(), x, dims, c.attrs.b(1)) * (1 / n)};
+    })
+    .samples([](ScalarType dt) { return sum_samples(dt, true); })
+    .reference(sum_reference(true))
+    .dtypes(reduce::kFloatDtypes)
+    .lowering("reduction:mean");
+
+namespace {
+const OpDef& op_sum() {
   static const OpDef& op = get_op("sum");
-  return call_op1(op, {self}, {dim.vec(), keepdim, opt_attr(dtype)});
+  return op;
 }
-Tensor sum(const Tensor& self, std::optional<ScalarType> dtype) { return sum(self, {}, false, dtype); }
+const OpDef& op_mean() {
+  static const OpDef& op = get_op("mean");
+  return op;
+}
+}  // namespace
+
+Tensor sum(const Tensor& self, IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
+  return call_op1(op_sum(), {self}, {dim.vec(), keepdim, opt_attr(dtype)});
+}
+Tensor sum(const Tensor& self, std::optional<ScalarType> dtype) {
+  return sum(self, {}, false, dtype);
+}
+Tensor mean(const Tensor& self, IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
+  return call_op1(op_mean(), {self}, {dim.vec(), keepdim, opt_attr(dtype)});
+}
+Tensor mean(const Tensor& self, std::optional<ScalarType> dtype) {
+  return mean(self, {}, false, dtype);
+}
 
 Tensor Tensor::sum(std::optional<ScalarType> dtype) const { return kiln::sum(*this, dtype); }
 Tensor Tensor::sum(IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) const {
   return kiln::sum(*this, dim, keepdim, dtype);
+}
+Tensor Tensor::mean(std::optional<ScalarType> dtype) const { return kiln::mean(*this, dtype); }
+Tensor Tensor::mean(IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) const {
+  return kiln::mean(*this, dim, keepdim, dtype);
 }
 
 }  // namespace kiln

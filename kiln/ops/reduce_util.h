@@ -1,38 +1,54 @@
 #pragma once
-// Shared pieces of reduction entries: the output shape of reducing `dims` and the CPU driver.
+// Shared pieces of the reduction entries: dims and output shapes, gradients broadcast back over
+// the reduced dims, op-table samples and float64 references.
+#include <functional>
 #include <vector>
 
-#include "kiln/backend/cpu/loops.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::reduce {
 
-// Dims to reduce (empty list = all dims), wrapped and sorted.
+// Dims to reduce (empty list = all dims), wrapped, sorted and checked for repeats.
 std::vector<int64_t> reduced_dims(const char* op, const std::vector<int64_t>& dims, int64_t ndim);
 SymShape reduced_shape(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
+// Number of elements folded into each output.
+int64_t reduced_count(const Tensor& x, const std::vector<int64_t>& dims);
+// PyTorch's check for reductions without an identity (amax, argmax, ...) on empty inputs.
+void check_nonempty(const char* op, const Tensor& x, const std::vector<int64_t>& dims,
+                    bool dims_given);
 
-// `x` viewed as [outer, R] where each row holds the R elements reduced into one output
-// element (a copy only when the reduced dims are not already innermost and dense).
-Tensor as_rows(const Tensor& x, const std::vector<int64_t>& dims);
+// A reduction's output (or its gradient) with the reduced dims restored as size 1 ...
+Tensor with_kept_dims(const Tensor& t, const Tensor& x, const std::vector<int64_t>& dims,
+                      bool keepdim);
+// ... and broadcast back to x's shape.
+Tensor expand_back(const Tensor& t, const Tensor& x, const std::vector<int64_t>& dims,
+                   bool keepdim);
 
-// out[o] = finalize(fold(init, row o)) for every row of x (rows from as_rows), in parallel.
-template <class Out, class In, class Acc, class Fold, class Finalize>
-void rows(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims, Acc init,
-          Fold fold, Finalize finalize) {
-  Tensor r = as_rows(x, dims);
-  const int64_t outer = r.size(0).guard_int(), R = r.size(1).guard_int();
-  const In* src = static_cast<const In*>(r.data_ptr());
-  Out* dst = static_cast<Out*>(out.data_ptr());
-  cpu::parallel_for(0, outer, std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(R, 1)),
-                    [&](int64_t b, int64_t e) {
-                      for (int64_t o = b; o < e; ++o) {
-                        Acc acc = init;
-                        const In* row = src + o * R;
-                        for (int64_t i = 0; i < R; ++i)
-                          acc = fold(acc, static_cast<cpu::compute_t<In>>(row[i]));
-                        dst[o] = static_cast<Out>(finalize(acc, R));
-                      }
-                    });
-}
+// Attributes of a sample from its dims (nullopt: the op's form without dims) and keepdim.
+using SampleAttrs = std::function<Attrs(const std::vector<int64_t>& dims, bool keepdim)>;
+struct SampleOptions {
+  double low = -3, high = 3;
+  bool multi_dim = true;     // the op takes a list of dims (else one dim per sample)
+  bool full = true;          // the op has a form without dims (samples with dims {})
+  bool empty_reduce = true;  // reducing over a zero-size dim is defined (no error)
+};
+// Representative reductions: all dims, one dim, keepdim, several dims, a dim that is not
+// innermost, non-contiguous, transposed and permuted inputs, 0-dim, zero-size.
+std::vector<OpSample> samples(ScalarType dtype, const SampleOptions& opt,
+                              const SampleAttrs& attrs);
+
+// Float64 reference of a reduction: `f` gets the values of each output's slice of x, in
+// logical order; the result has the reduced shape.
+Tensor reference(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim,
+                 const std::function<double(const std::vector<double>&)>& f);
+// Float64 reference of an op along one dim (scans, softmax): `f` maps each slice to its outputs.
+Tensor reference_along(
+    const Tensor& x, int64_t dim,
+    const std::function<std::vector<double>(const std::vector<double>&)>& f);
+
+// Dtype lists of the op-table tests.
+extern const std::vector<ScalarType> kFloatDtypes;    // float64, float32, bfloat16
+extern const std::vector<ScalarType> kNumericDtypes;  // floats, int64, int32
+extern const std::vector<ScalarType> kAllDtypes;      // numeric and bool
 
 }  // namespace kiln::reduce

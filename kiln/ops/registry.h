@@ -65,6 +65,9 @@ struct OpDef {
   bool has_vmap = false;
   bool saves_inputs = true;
   bool saves_outputs = false;
+  // The backward reads only the inputs' sizes/strides/dtypes (views, sum, ...): autograd keeps
+  // data-less aliases, so later in-place changes to the inputs are not reported as errors.
+  bool saves_input_metadata = false;
   bool is_view = false;
   bool is_inplace = false;
   bool is_random = false;      // consumes the generator: reruns differ
@@ -80,7 +83,8 @@ struct OpDef {
   OpDef& reference(ReferenceFn f) { reference_ = std::move(f); return *this; }
   OpDef& dtypes(std::vector<ScalarType> d) { dtypes_ = std::move(d); return *this; }
   OpDef& lowering(std::string l) { lowering_ = std::move(l); return *this; }
-  OpDef& view() { is_view = true; return *this; }
+  OpDef& view() { is_view = true; saves_input_metadata = true; return *this; }
+  OpDef& save_metadata() { saves_input_metadata = true; return *this; }
   OpDef& inplace() { is_inplace = true; return *this; }
   OpDef& random() { is_random = true; return *this; }
   OpDef& dynamic() { dynamic_output = true; return *this; }

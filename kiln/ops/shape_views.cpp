@@ -1,25 +1,11 @@
-// view, expand, slice, transpose, permute: the basic views.
+// view, expand, permute: the basic views; reshape and transpose built on them.
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/samples.h"
+#include "kiln/ops/shape_util.h"
 
 namespace kiln {
-namespace {
-
-TensorSpec view_spec(const Tensor& in, SymShape sizes, SymShape strides, SymInt offset) {
-  TensorSpec s = meta::spec(std::move(sizes), in.dtype(), in.device());
-  s.strides = std::move(strides);
-  s.view_of = 0;
-  s.storage_offset = std::move(offset);
-  return s;
-}
-
-std::vector<OpSample> with_attrs(std::vector<OpSample> s, const Attrs& a) {
-  for (auto& x : s) x.attrs = a;
-  return s;
-}
-
-}  // namespace
+using shape::view_spec;
 
 SymShape infer_size(const char* op, const SymShape& size, const SymInt& numel) {
   SymShape out = size;
@@ -83,11 +69,14 @@ KILN_REGISTER_OP(view)
       const Tensor& x = in[0];
       SymShape sizes = infer_size("view", a.shape(0), x.numel());
       std::optional<SymShape> strides;
-      if (x.is_contiguous()) strides = contiguous_strides(sizes);
-      else strides = view_strides(x.sym_sizes(), x.sym_strides(), sizes);
+      if (x.is_contiguous())
+        strides = contiguous_strides(sizes);
+      else
+        strides = view_strides(x.sym_sizes(), x.sym_strides(), sizes);
       KILN_CHECK(strides.has_value(), "view: view size ", SymIntArrayRef(sizes),
                  " is not compatible with input tensor's size ", x.sizes(), " and stride ",
-                 x.strides(), " (at least one dimension spans across two contiguous subspaces). "
+                 x.strides(),
+                 " (at least one dimension spans across two contiguous subspaces). "
                  "Use .reshape(...) instead.");
       return std::vector<TensorSpec>{view_spec(x, sizes, *strides, x.storage_offset())};
     })
@@ -121,8 +110,8 @@ KILN_REGISTER_OP(expand)
       const SymShape& size = a.shape(0);
       const int64_t nd = static_cast<int64_t>(size.size());
       KILN_CHECK(nd >= x.dim(), "expand: the number of sizes provided (", nd,
-                 ") must be greater or equal to the number of dimensions in the tensor (",
-                 x.dim(), ")");
+                 ") must be greater or equal to the number of dimensions in the tensor (", x.dim(),
+                 ")");
       SymShape sizes(nd), strides(nd);
       for (int64_t d = nd - 1; d >= 0; --d) {
         int64_t xd = d - (nd - x.dim());
@@ -140,8 +129,8 @@ KILN_REGISTER_OP(expand)
           strides[d] = x.stride(xd);
         } else {
           KILN_CHECK(have == 1, "expand: the expanded size of the tensor (", want,
-                     ") must match the existing size (", have, ") at non-singleton dimension ",
-                     d, ".  Target sizes: ", SymIntArrayRef(size), ".  Tensor sizes: ", x.sizes());
+                     ") must match the existing size (", have, ") at non-singleton dimension ", d,
+                     ".  Target sizes: ", SymIntArrayRef(size), ".  Tensor sizes: ", x.sizes());
           sizes[d] = want;
           strides[d] = 0;
         }
@@ -149,13 +138,16 @@ KILN_REGISTER_OP(expand)
       return std::vector<TensorSpec>{view_spec(x, sizes, strides, x.storage_offset())};
     })
     .view()
-    .backward([](const BackwardContext& c) { return std::vector<Tensor>{c.grad()}; })  // summed back by autograd
+    .backward([](const BackwardContext& c) {
+      return std::vector<Tensor>{c.grad()};
+    })  // summed back by autograd
     .samples([](ScalarType dt) {
       return std::vector<OpSample>{
           {{samples::make({3, 1}, dt)}, {SymShape{3, 4}}, "column"},
           {{samples::make({4}, dt)}, {SymShape{2, 3, 4}}, "new dims"},
           {{samples::make({}, dt)}, {SymShape{2, 2}}, "0-dim"},
-          {{samples::make({1, 4}, dt)}, {SymShape{-1, 4}}, "-1 keeps"}};
+          {{samples::make({1, 4}, dt)}, {SymShape{-1, 4}}, "-1 keeps"},
+          {{samples::make({1, 4}, dt, -3, 3, true)}, {SymShape{2, 3, 4}}, "non-contiguous"}};
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const SymShape& size = a.shape(0);
@@ -186,76 +178,15 @@ KILN_REGISTER_OP(expand)
     })
     .lowering("view");
 
-KILN_REGISTER_OP(slice)
-    .schema("slice(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)")
-    .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      const Tensor& x = in[0];
-      KILN_CHECK(x.dim() > 0, "slice: cannot be applied to a 0-dim tensor");
-      int64_t dim = meta::wrap_dim("slice", a.i(0), x.dim());
-      SymInt size = x.size(dim);
-      SymInt step = a.sym(3);
-      KILN_CHECK(step > 0, "slice: slice step must be positive, got ", step);
-      SymInt start = a.is_none(1) ? SymInt(0) : a.sym(1);
-      SymInt end = a.is_none(2) ? size : a.sym(2);
-      if (start < 0) start = start + size;
-      if (end < 0) end = end + size;
-      start = sym_min(sym_max(start, 0), size);
-      end = sym_min(sym_max(end, start), size);
-      SymShape sizes = x.sym_sizes(), strides = x.sym_strides();
-      sizes[dim] = (end - start + step - 1) / step;
-      strides[dim] = strides[dim] * step;
-      return std::vector<TensorSpec>{
-          view_spec(x, sizes, strides, x.storage_offset() + start * x.stride(dim))};
-    })
-    .view()
-    .backward([](const BackwardContext& c) {
-      const Tensor& x = c.input(0);
-      Tensor g = zeros(x.sym_sizes(), c.grad().dtype());
-      slice(g, c.attrs.i(0), c.attrs.is_none(1) ? std::nullopt : std::optional(c.attrs.sym(1)),
-            c.attrs.is_none(2) ? std::nullopt : std::optional(c.attrs.sym(2)), c.attrs.sym(3))
-          .copy_(c.grad());
-      return std::vector<Tensor>{g};
-    })
-    .samples([](ScalarType dt) {
-      return std::vector<OpSample>{
-          {{samples::make({6, 4}, dt)}, {int64_t{0}, SymInt(1), SymInt(5), SymInt(2)}, "step 2"},
-          {{samples::make({6, 4}, dt)}, {int64_t{1}, SymInt(-3), std::monostate{}, SymInt(1)}, "negative start"},
-          {{samples::make({6, 4}, dt)}, {int64_t{-1}, SymInt(2), SymInt(100), SymInt(1)}, "clamped end"},
-          {{samples::make({6, 4}, dt)}, {int64_t{0}, SymInt(4), SymInt(2), SymInt(1)}, "empty"}};
-    })
-    .reference([](const std::vector<Tensor>& in, const Attrs& a) {
-      Tensor x = in[0].to(kFloat64).contiguous();
-      int64_t dim = a.i(0) < 0 ? a.i(0) + x.dim() : a.i(0);
-      int64_t n = x.size(dim), step = a.i(3);
-      int64_t start = a.is_none(1) ? 0 : a.i(1), end = a.is_none(2) ? n : a.i(2);
-      if (start < 0) start += n;
-      if (end < 0) end += n;
-      start = std::clamp<int64_t>(start, 0, n);
-      end = std::clamp<int64_t>(end, start, n);
-      std::vector<int64_t> idx;
-      for (int64_t i = start; i < end; i += step) idx.push_back(i);
-      std::vector<int64_t> osz = x.sizes().vec();
-      osz[dim] = static_cast<int64_t>(idx.size());
-      Tensor out = empty(osz, kFloat64);
-      int64_t outer = 1, inner = 1;
-      for (int64_t d = 0; d < dim; ++d) outer *= osz[d];
-      for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= osz[d];
-      for (int64_t o = 0; o < outer; ++o)
-        for (size_t k = 0; k < idx.size(); ++k)
-          for (int64_t i = 0; i < inner; ++i)
-            out.data_ptr<double>()[(o * idx.size() + k) * inner + i] =
-                x.data_ptr<double>()[(o * n + idx[k]) * inner + i];
-      return std::vector<Tensor>{out};
-    })
-    .lowering("view");
-
 KILN_REGISTER_OP(permute)
     .schema("permute(Tensor(a) self, int[] dims) -> Tensor(a)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
       const auto& dims = a.ints(0);
-      KILN_CHECK(static_cast<int64_t>(dims.size()) == x.dim(), "permute: number of dims don't "
-                 "match in permute: got ", dims.size(), " dims for a tensor of ", x.dim(), " dims");
+      KILN_CHECK(static_cast<int64_t>(dims.size()) == x.dim(),
+                 "permute: number of dims don't "
+                 "match in permute: got ",
+                 dims.size(), " dims for a tensor of ", x.dim(), " dims");
       auto w = meta::wrap_dims("permute", dims, x.dim());
       SymShape sizes, strides;
       for (int64_t d : w) {
@@ -297,60 +228,6 @@ KILN_REGISTER_OP(permute)
     })
     .lowering("view");
 
-KILN_REGISTER_OP(as_strided)
-    .schema("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)")
-    .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      const Tensor& x = in[0];
-      const SymShape& size = a.shape(0);
-      const SymShape& stride = a.shape(1);
-      KILN_CHECK(size.size() == stride.size(), "as_strided: got ", size.size(), " sizes and ",
-                 stride.size(), " strides");
-      SymInt offset = a.is_none(2) ? x.storage_offset() : a.sym(2);
-      KILN_CHECK(offset >= 0, "as_strided: negative storage offset ", offset);
-      if (!x.is_meta()) {
-        SymInt extent = offset + 1;
-        bool empty = false;
-        for (size_t d = 0; d < size.size(); ++d) {
-          KILN_CHECK(size[d] >= 0 && stride[d] >= 0, "as_strided: negative size or stride");
-          if (size[d] == 0) empty = true;
-          extent = extent + (size[d] - 1) * stride[d];
-        }
-        int64_t capacity = static_cast<int64_t>(x.impl()->storage()->nbytes() / x.element_size());
-        KILN_CHECK(empty || extent <= capacity, "as_strided: storage size of ", capacity,
-                   " elements is too small for size ", SymIntArrayRef(size), ", stride ",
-                   SymIntArrayRef(stride), " and offset ", offset);
-      }
-      return std::vector<TensorSpec>{view_spec(x, size, stride, offset)};
-    })
-    .view()
-    .samples([](ScalarType dt) {
-      return std::vector<OpSample>{
-          {{samples::make({12}, dt)}, {SymShape{3, 2}, SymShape{4, 1}, SymInt(1)}, "strided"},
-          {{samples::make({3, 4}, dt)}, {SymShape{2, 2}, SymShape{1, 2}, std::monostate{}}, "transposed"}};
-    })
-    .reference([](const std::vector<Tensor>& in, const Attrs& a) {
-      Tensor x = in[0].to(kFloat64).contiguous();
-      std::vector<int64_t> sz = SymIntArrayRef(a.shape(0)).vec(), st = SymIntArrayRef(a.shape(1)).vec();
-      int64_t off = a.is_none(2) ? 0 : a.i(2);
-      Tensor out = empty(sz, kFloat64);
-      for (int64_t i = 0; i < out.numel(); ++i) {
-        int64_t rem = i, src = off;
-        for (int64_t d = static_cast<int64_t>(sz.size()) - 1; d >= 0; --d) {
-          src += (rem % sz[d]) * st[d];
-          rem /= sz[d];
-        }
-        out.data_ptr<double>()[i] = x.data_ptr<double>()[src];
-      }
-      return std::vector<Tensor>{out};
-    })
-    .lowering("view");
-
-Tensor Tensor::as_strided(SymIntList size, SymIntList stride,
-                          std::optional<SymInt> storage_offset) const {
-  static const OpDef& op = get_op("as_strided");
-  return call_op1(op, {*this}, {std::move(size).get(), std::move(stride).get(), opt_attr(storage_offset)});
-}
-
 Tensor view(const Tensor& self, SymIntList size) {
   static const OpDef& op = get_op("view");
   return call_op1(op, {self}, {std::move(size).get()});
@@ -366,23 +243,6 @@ Tensor reshape(const Tensor& self, SymIntList size) {
 Tensor expand(const Tensor& self, SymIntList size) {
   static const OpDef& op = get_op("expand");
   return call_op1(op, {self}, {std::move(size).get()});
-}
-
-Tensor slice(const Tensor& self, int64_t dim, std::optional<SymInt> start,
-             std::optional<SymInt> end, SymInt step) {
-  static const OpDef& op = get_op("slice");
-  return call_op1(op, {self}, {dim, opt_attr(start), opt_attr(end), step});
-}
-
-Tensor narrow(const Tensor& self, int64_t dim, SymInt start, SymInt length) {
-  KILN_CHECK(self.dim() > 0, "narrow: cannot be applied to a 0-dim tensor.");
-  int64_t d = meta::wrap_dim("narrow", dim, self.dim());
-  SymInt size = self.size(d);
-  KILN_CHECK(length >= 0, "narrow: length must be non-negative.");
-  if (start < 0) start = start + size;
-  KILN_CHECK(start >= 0 && start + length <= size, "narrow: start (", start, ") + length (",
-             length, ") exceeds dimension size (", size, ").");
-  return slice(self, d, start, start + length, 1);
 }
 
 Tensor permute(const Tensor& self, IntArrayRef dims) {
@@ -403,8 +263,8 @@ Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
 Tensor sum_to_size(const Tensor& self, SymIntList size) {
   const SymShape& target = size.get();
   const int64_t lead = self.dim() - static_cast<int64_t>(target.size());
-  KILN_CHECK(lead >= 0, "sum_to_size: size ", SymIntArrayRef(target),
-             " is not expandable to size ", self.sizes());
+  KILN_CHECK(lead >= 0, "sum_to_size: size ", SymIntArrayRef(target), " is not expandable to size ",
+             self.sizes());
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < lead; ++d) dims.push_back(d);
   for (int64_t d = lead; d < self.dim(); ++d) {
@@ -425,13 +285,6 @@ Tensor sum_to_size(const Tensor& self, SymIntList size) {
 Tensor Tensor::view(SymIntList size) const { return kiln::view(*this, std::move(size)); }
 Tensor Tensor::reshape(SymIntList size) const { return kiln::reshape(*this, std::move(size)); }
 Tensor Tensor::expand(SymIntList size) const { return kiln::expand(*this, std::move(size)); }
-Tensor Tensor::slice(int64_t dim, std::optional<SymInt> start, std::optional<SymInt> end,
-                     SymInt step) const {
-  return kiln::slice(*this, dim, std::move(start), std::move(end), std::move(step));
-}
-Tensor Tensor::narrow(int64_t dim, SymInt start, SymInt length) const {
-  return kiln::narrow(*this, dim, std::move(start), std::move(length));
-}
 Tensor Tensor::permute(IntArrayRef dims) const { return kiln::permute(*this, dims); }
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const { return kiln::transpose(*this, d0, d1); }
 Tensor Tensor::t() const {

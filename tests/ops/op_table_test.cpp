@@ -74,7 +74,9 @@ TEST_P(OpTable, MetaAgreesWithEager) {
         EXPECT_TRUE(meta[i].is_meta());
         EXPECT_EQ(meta[i].sizes().vec(), eager[i].sizes().vec());
         EXPECT_EQ(meta[i].dtype(), eager[i].dtype());
-        if (!o.is_inplace) EXPECT_EQ(meta[i].strides().vec(), eager[i].strides().vec());
+        if (!o.is_inplace) {
+          EXPECT_EQ(meta[i].strides().vec(), eager[i].strides().vec());
+        }
       }
     }
   }

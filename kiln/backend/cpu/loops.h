@@ -130,7 +130,7 @@ void pointwise(const Tensor& out, F f, const std::array<const Tensor*, sizeof...
     auto dense = [&](int64_t begin, int64_t end) {
       Out* o = reinterpret_cast<Out*>(base[0]);
       [&]<size_t... K>(std::index_sequence<K...>) {
-        std::array<const void*, N> in_ptrs{base[K + 1]...};
+        [[maybe_unused]] std::array<const void*, N> in_ptrs{base[K + 1]...};
         for (int64_t i = begin; i < end; ++i)
           o[i] = static_cast<Out>(f(static_cast<compute_t<In>>(
               static_cast<const In*>(in_ptrs[K])[i])...));

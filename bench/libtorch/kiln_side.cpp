@@ -1,0 +1,73 @@
+// The Kiln side of the benchmark.
+#include "bench/libtorch/bench_case.h"
+#include "kiln/backend/cpu/blas.h"
+#include "kiln/kiln.h"
+
+namespace bench {
+namespace {
+
+kiln::Tensor from_values(const std::vector<float>& v, const std::vector<int64_t>& shape,
+                         bool bf16) {
+  kiln::Tensor t = kiln::tensor(v, kiln::kFloat32).reshape(shape).contiguous();
+  return bf16 ? t.to(kiln::kBFloat16) : t;
+}
+
+class KilnRunner final : public Runner {
+ public:
+  KilnRunner(const Case& c, const std::vector<float>& a, const std::vector<float>& b) : c_(c) {
+    a_ = from_values(a, c.a, c.bf16);
+    if (!c.b.empty()) b_ = from_values(b, c.b, c.bf16);
+  }
+  void run() override {
+    switch (c_.op) {
+      case Op::Add:
+        out_ = a_ + b_;
+        break;
+      case Op::Mul:
+        out_ = a_ * b_;
+        break;
+      case Op::Exp:
+        out_ = a_.exp();
+        break;
+      case Op::Gelu:
+        out_ = kiln::gelu(a_);
+        break;
+      case Op::SumAll:
+        out_ = a_.sum();
+        break;
+      case Op::SumLastDim:
+        out_ = a_.sum({-1});
+        break;
+      case Op::AmaxLastDim:
+        out_ = a_.amax({-1});
+        break;
+      case Op::SoftmaxLastDim:
+        out_ = a_.softmax(-1);
+        break;
+      case Op::Matmul:
+        out_ = a_.matmul(b_);
+        break;
+    }
+  }
+  std::vector<float> result() override {
+    kiln::Tensor f = out_.to(kiln::kFloat32).contiguous();
+    const float* p = f.data_ptr<float>();
+    return std::vector<float>(p, p + f.numel());
+  }
+
+ private:
+  Case c_;
+  kiln::Tensor a_, b_, out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Runner> make_kiln_runner(const Case& c, const std::vector<float>& a,
+                                         const std::vector<float>& b) {
+  return std::make_unique<KilnRunner>(c, a, b);
+}
+void set_kiln_threads(int n) { kiln::set_num_threads(n); }
+int kiln_threads() { return kiln::get_num_threads(); }
+std::string kiln_bf16_matmul_path() { return kiln::cpu::bf16_gemm_path(); }
+
+}  // namespace bench

@@ -1,0 +1,3 @@
+#pragma once
+// libtorch's <ATen/ATen.h>: the at:: names (at::Tensor, at::kFloat, at::zeros, ...).
+#include "torch/torch.h"

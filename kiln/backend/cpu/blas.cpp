@@ -1,0 +1,259 @@
+#include "kiln/backend/cpu/blas.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <memory>
+#include <type_traits>
+
+#include "kiln/backend/cpu/dnnl_matmul.h"
+#include "kiln/backend/cpu/loops.h"
+#include "kiln/backend/cpu/parallel.h"
+#include "kiln/core/error.h"
+
+namespace kiln::cpu {
+namespace {
+
+// OpenBLAS runs products below this many multiply-adds on one thread (its
+// GEMM_MULTITHREAD_THRESHOLD), so batches of such products are spread over OpenMP threads.
+constexpr int64_t kSingleThreadedGemmWork = 65536 * 4;
+
+// How one matrix of a batch is handed to BLAS: row-major (NoTrans) or column-major (Trans) with
+// leading dimension ld, or neither (the layout has to be copied first).
+struct BlasLayout {
+  bool ok = false;
+  bool trans = false;
+  int64_t ld = 0;
+};
+
+BlasLayout blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  const int64_t r1 = std::max<int64_t>(rows, 1), c1 = std::max<int64_t>(cols, 1);
+  // The stride of a size-1 dim is never used: any valid leading dimension does.
+  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= c1)) return {true, false, rows == 1 ? c1 : rs};
+  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= r1)) return {true, true, cols == 1 ? r1 : cs};
+  return {};
+}
+
+void check_blas_size(int64_t v, const char* what) {
+  KILN_CHECK(v <= INT_MAX, "matmul: ", what, " ", v, " exceeds the BLAS limit of ", INT_MAX);
+}
+
+template <class T>
+using Owned = std::unique_ptr<T[]>;
+
+// Copies a batch of matrices (any strides, 0-stride batch kept as one matrix) into dense row-major
+// storage of type D. Returns the copy's MatrixRef.
+template <class S, class D>
+MatrixRef dense_copy(const MatrixRef& src, int64_t batch, int64_t rows, int64_t cols,
+                     Owned<D>& buf) {
+  const int64_t copies = src.batch_stride == 0 ? 1 : batch;
+  const int64_t per = rows * cols;
+  buf.reset(new D[std::max<int64_t>(copies * per, 1)]);
+  const S* s = static_cast<const S*>(src.data);
+  D* d = buf.get();
+  parallel_for(0, copies * rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r) {
+                   const S* row = s + (r / rows) * src.batch_stride + (r % rows) * src.row_stride;
+                   D* out = d + r * cols;
+                   for (int64_t j = 0; j < cols; ++j)
+                     out[j] = static_cast<D>(static_cast<compute_t<S>>(row[j * src.col_stride]));
+                 }
+               });
+  return {buf.get(), copies == 1 ? 0 : per, cols, 1};
+}
+
+// C = beta * C over every matrix of the batch (beta == 0 writes zeros): the k == 0 product.
+template <class T>
+void scale_c(const GemmArgs& g) {
+  using C = compute_t<T>;
+  T* c = static_cast<T*>(g.c);
+  for (int64_t b = 0; b < g.batch; ++b)
+    for (int64_t i = 0; i < g.m; ++i) {
+      T* row = c + b * g.c_batch_stride + i * g.ldc;
+      for (int64_t j = 0; j < g.n; ++j)
+        row[j] =
+            g.beta == 0 ? T(0) : static_cast<T>(static_cast<C>(row[j]) * static_cast<C>(g.beta));
+    }
+}
+
+template <class T>
+void blas_call(bool ta, bool tb, int m, int n, int k, T alpha, const T* a, int lda, const T* b,
+               int ldb, T beta, T* c, int ldc) {
+  const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, opa, opb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, opa, opb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+// float32/float64 through OpenBLAS. Operands BLAS cannot address are copied to dense storage.
+template <class T>
+void blas_gemm(GemmArgs g) {
+  Owned<T> a_copy, b_copy;
+  BlasLayout la = blas_layout(g.m, g.k, g.a.row_stride, g.a.col_stride);
+  if (!la.ok) {
+    g.a = dense_copy<T, T>(g.a, g.batch, g.m, g.k, a_copy);
+    la = blas_layout(g.m, g.k, g.a.row_stride, g.a.col_stride);
+  }
+  BlasLayout lb = blas_layout(g.k, g.n, g.b.row_stride, g.b.col_stride);
+  if (!lb.ok) {
+    g.b = dense_copy<T, T>(g.b, g.batch, g.k, g.n, b_copy);
+    lb = blas_layout(g.k, g.n, g.b.row_stride, g.b.col_stride);
+  }
+  for (int64_t v : {g.m, g.n, g.k, la.ld, lb.ld, g.ldc}) check_blas_size(v, "matrix dimension");
+  sync_blas_threads();
+  const T* a = static_cast<const T*>(g.a.data);
+  const T* b = static_cast<const T*>(g.b.data);
+  T* c = static_cast<T*>(g.c);
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      blas_call<T>(la.trans, lb.trans, static_cast<int>(g.m), static_cast<int>(g.n),
+                   static_cast<int>(g.k), static_cast<T>(g.alpha), a + i * g.a.batch_stride,
+                   static_cast<int>(la.ld), b + i * g.b.batch_stride, static_cast<int>(lb.ld),
+                   static_cast<T>(g.beta), c + i * g.c_batch_stride, static_cast<int>(g.ldc));
+  };
+  if (g.batch > 1 && g.m * g.n * g.k <= kSingleThreadedGemmWork) {
+    parallel_for(0, g.batch, std::max<int64_t>(1, kSingleThreadedGemmWork / (g.m * g.n * g.k)),
+                 run);
+  } else {
+    run(0, g.batch);
+  }
+}
+
+// bfloat16/float16 without a oneDNN kernel: float32 copies, sgemm, rounded back.
+template <class T>
+void converted_gemm(const GemmArgs& g) {
+  Owned<float> a, b, c;
+  GemmArgs f = g;
+  f.dtype = kFloat32;
+  f.a = dense_copy<T, float>(g.a, g.batch, g.m, g.k, a);
+  f.b = dense_copy<T, float>(g.b, g.batch, g.k, g.n, b);
+  MatrixRef c_ref{g.c, g.c_batch_stride, g.ldc, 1};
+  if (g.beta != 0) {
+    f.c = const_cast<void*>(dense_copy<T, float>(c_ref, g.batch, g.m, g.n, c).data);
+  } else {
+    c.reset(new float[std::max<int64_t>(g.batch * g.m * g.n, 1)]);
+    f.c = c.get();
+  }
+  f.c_batch_stride = g.m * g.n;
+  f.ldc = g.n;
+  blas_gemm<float>(f);
+  T* out = static_cast<T*>(g.c);
+  parallel_for(0, g.batch * g.m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n, 1)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r) {
+                   T* row = out + (r / g.m) * g.c_batch_stride + (r % g.m) * g.ldc;
+                   const float* src = c.get() + r * g.n;
+                   for (int64_t j = 0; j < g.n; ++j) row[j] = static_cast<T>(src[j]);
+                 }
+               });
+}
+
+// Integers: a plain loop. Unsigned arithmetic gives C's wraparound without signed overflow.
+template <class T>
+void integer_gemm(const GemmArgs& g) {
+  using U = uint64_t;
+  const T* a = static_cast<const T*>(g.a.data);
+  const T* b = static_cast<const T*>(g.b.data);
+  T* c = static_cast<T*>(g.c);
+  const U alpha = static_cast<U>(static_cast<int64_t>(g.alpha));
+  const U beta = static_cast<U>(static_cast<int64_t>(g.beta));
+  parallel_for(
+      0, g.batch * g.m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n * g.k, 1)),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t bi = r / g.m, i = r % g.m;
+          const T* arow = a + bi * g.a.batch_stride + i * g.a.row_stride;
+          const T* bmat = b + bi * g.b.batch_stride;
+          T* crow = c + bi * g.c_batch_stride + i * g.ldc;
+          for (int64_t j = 0; j < g.n; ++j) {
+            U acc = 0;
+            for (int64_t p = 0; p < g.k; ++p)
+              acc += static_cast<U>(static_cast<int64_t>(arow[p * g.a.col_stride])) *
+                     static_cast<U>(
+                         static_cast<int64_t>(bmat[p * g.b.row_stride + j * g.b.col_stride]));
+            U prev = g.beta == 0 ? 0 : static_cast<U>(static_cast<int64_t>(crow[j]));
+            crow[j] = static_cast<T>(alpha * acc + beta * prev);
+          }
+        }
+      });
+}
+
+template <class T>
+void dispatch_gemm(const GemmArgs& g) {
+  if (g.k == 0) return scale_c<T>(g);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    blas_gemm<T>(g);
+  } else if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
+    if (!onednn::matmul(g)) converted_gemm<T>(g);
+  } else {
+    integer_gemm<T>(g);
+  }
+}
+
+}  // namespace
+
+void gemm(const GemmArgs& g) {
+  if (g.batch == 0 || g.m == 0 || g.n == 0) return;
+  visit_numeric(g.dtype, "matmul", [&](auto tag) { dispatch_gemm<decltype(tag)>(g); });
+}
+
+void dot(ScalarType dtype, int64_t n, const void* x, int64_t incx, const void* y, int64_t incy,
+         void* out) {
+  visit_numeric(dtype, "dot", [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x);
+    const T* py = static_cast<const T*>(y);
+    T* o = static_cast<T*>(out);
+    const bool blas_strides =
+        incx != 0 && incy != 0 && n <= INT_MAX && incx <= INT_MAX && incy <= INT_MAX;
+    if constexpr (std::is_same_v<T, float>) {
+      if (blas_strides) {
+        sync_blas_threads();
+        *o =
+            cblas_sdot(static_cast<int>(n), px, static_cast<int>(incx), py, static_cast<int>(incy));
+        return;
+      }
+    } else if constexpr (std::is_same_v<T, double>) {
+      if (blas_strides) {
+        sync_blas_threads();
+        *o =
+            cblas_ddot(static_cast<int>(n), px, static_cast<int>(incx), py, static_cast<int>(incy));
+        return;
+      }
+    }
+    if constexpr (std::is_integral_v<T>) {
+      uint64_t acc = 0;
+      for (int64_t i = 0; i < n; ++i)
+        acc += static_cast<uint64_t>(static_cast<int64_t>(px[i * incx])) *
+               static_cast<uint64_t>(static_cast<int64_t>(py[i * incy]));
+      *o = static_cast<T>(acc);
+    } else {
+      compute_t<T> acc = 0;
+      for (int64_t i = 0; i < n; ++i)
+        acc += static_cast<compute_t<T>>(px[i * incx]) * static_cast<compute_t<T>>(py[i * incy]);
+      *o = static_cast<T>(acc);
+    }
+  });
+}
+
+void sync_blas_threads() {
+  static std::atomic<int> current{-1};
+  const int want = num_threads();
+  if (current.load(std::memory_order_relaxed) != want) {
+    openblas_set_num_threads(want);
+    current.store(want, std::memory_order_relaxed);
+  }
+}
+
+const char* bf16_gemm_path() {
+  return onednn::has_matmul(kBFloat16) ? "oneDNN matmul primitive"
+                                       : "float32 OpenBLAS sgemm on converted copies (oneDNN has "
+                                         "no bf16 matmul for this CPU)";
+}
+
+}  // namespace kiln::cpu

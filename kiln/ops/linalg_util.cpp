@@ -1,0 +1,107 @@
+#include "kiln/ops/linalg_util.h"
+
+#include <cmath>
+
+#include "kiln/ops/ops.h"
+#include "kiln/ops/samples.h"
+
+namespace kiln::linalg {
+
+void check_same_dtype(const char* op, const char* name_a, const Tensor& a, const char* name_b,
+                      const Tensor& b) {
+  KILN_CHECK(a.dtype() == b.dtype(), op, ": expected ", name_a, " and ", name_b,
+             " to have the same dtype, but got ", a.dtype(), " and ", b.dtype());
+}
+
+void check_inner_dims(const char* op, const Tensor& a, const SymInt& a_k, const Tensor& b,
+                      const SymInt& b_k) {
+  KILN_CHECK(a_k == b_k, op, ": cannot multiply ", a.sizes(), " by ", b.sizes(), ": ", a_k,
+             " != ", b_k);
+}
+
+void check_integral_scalars(const char* op, ScalarType dtype, const Scalar& beta,
+                            const Scalar& alpha) {
+  if (!is_integral(dtype, true)) return;
+  for (auto [name, s] : {std::pair{"beta", beta}, std::pair{"alpha", alpha}}) {
+    double v = s.to_double();
+    KILN_CHECK(v == std::floor(v), op, ": for integral input tensors, argument ", name,
+               " must not be a floating point number (got ", v, ")");
+  }
+}
+
+cpu::MatrixRef matrix_ref(const Tensor& t) {
+  const int64_t nd = t.dim();
+  const TensorImpl& i = *t.impl();
+  return {t.data_ptr(), nd == 3 ? i.strides()[0].guard_int() : 0, i.strides()[nd - 2].guard_int(),
+          i.strides()[nd - 1].guard_int()};
+}
+
+void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
+  const bool batched = out.dim() == 3;
+  const TensorImpl& o = *out.impl();
+  cpu::GemmArgs g;
+  g.dtype = out.dtype();
+  g.batch = batched ? o.sizes()[0].guard_int() : 1;
+  g.m = o.sizes()[out.dim() - 2].guard_int();
+  g.n = o.sizes()[out.dim() - 1].guard_int();
+  g.k = a.impl()->sizes()[a.dim() - 1].guard_int();
+  if (g.batch == 0 || g.m == 0 || g.n == 0) return;
+  g.a = matrix_ref(a);
+  g.b = matrix_ref(b);
+  g.c = out.data_ptr();
+  g.c_batch_stride = batched ? o.strides()[0].guard_int() : 0;
+  g.ldc = o.strides()[out.dim() - 2].guard_int();
+  g.alpha = alpha;
+  g.beta = beta;
+  cpu::gemm(g);
+}
+
+Tensor reference_matmul(const Tensor& a_in, const Tensor& b_in) {
+  const bool batched = a_in.dim() == 3;
+  Tensor a = a_in.to(kFloat64).contiguous(), b = b_in.to(kFloat64).contiguous();
+  const int64_t batch = batched ? a.size(0).guard_int() : 1;
+  const int64_t m = a.size(-2).guard_int(), k = a.size(-1).guard_int(), n = b.size(-1).guard_int();
+  Tensor out = batched ? zeros({batch, m, n}, kFloat64) : zeros({m, n}, kFloat64);
+  const double* pa = a.data_ptr<double>();
+  const double* pb = b.data_ptr<double>();
+  double* po = out.data_ptr<double>();
+  for (int64_t q = 0; q < batch; ++q)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p) acc += pa[(q * m + i) * k + p] * pb[(q * k + p) * n + j];
+        po[(q * m + i) * n + j] = acc;
+      }
+  return out;
+}
+
+std::vector<MatmulOperands> matmul_operands(ScalarType dt, int64_t batch) {
+  using samples::make;
+  auto shape = [batch](int64_t r, int64_t c) {
+    return batch > 0 ? std::vector<int64_t>{batch, r, c} : std::vector<int64_t>{r, c};
+  };
+  auto transposed = [&](int64_t r, int64_t c) { return make(shape(c, r), dt).transpose(-1, -2); };
+  std::vector<MatmulOperands> s = {
+      {make(shape(3, 4), dt), make(shape(4, 5), dt), "plain"},
+      {transposed(3, 4), make(shape(4, 5), dt), "transposed a"},
+      {make(shape(3, 4), dt), transposed(4, 5), "transposed b"},
+      {transposed(3, 4), transposed(4, 5), "both transposed"},
+      {make(shape(3, 4), dt, -3, 3, true), make(shape(4, 5), dt, -3, 3, true),
+       "non-contiguous rows"},
+      {make(shape(1, 4), dt).expand(shape(3, 4)), make(shape(4, 5), dt), "0-stride rows", true},
+      {make(shape(3, 0), dt), make(shape(0, 5), dt), "zero-size k"},
+      {make(shape(0, 4), dt), make(shape(4, 5), dt), "zero-size m"},
+      {make(shape(1, 6), dt), make(shape(6, 1), dt), "row times column"},
+      {make(shape(17, 33), dt), transposed(33, 9), "larger"},
+  };
+  if (batch > 0) {
+    s.push_back(
+        {make({1, 3, 4}, dt).expand({batch, 3, 4}), make(shape(4, 5), dt), "0-stride batch", true});
+    s.push_back({make({3, batch, 4}, dt).permute(std::vector<int64_t>{1, 0, 2}),
+                 make(shape(4, 5), dt), "permuted batch"});
+    s.push_back({make({0, 3, 4}, dt), make({0, 4, 5}, dt), "zero batch"});
+  }
+  return s;
+}
+
+}  // namespace kiln::linalg

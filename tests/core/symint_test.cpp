@@ -1,0 +1,96 @@
+#include <gtest/gtest.h>
+
+#include "kiln/core/error.h"
+#include "kiln/core/symint.h"
+
+namespace kiln {
+namespace {
+
+TEST(SymInt, ConcreteArithmeticStaysConcrete) {
+  SymInt a = 6, b = 4;
+  EXPECT_FALSE((a + b).is_symbolic());
+  EXPECT_EQ((a + b).guard_int(), 10);
+  EXPECT_EQ((a - b).guard_int(), 2);
+  EXPECT_EQ((a * b).guard_int(), 24);
+  EXPECT_EQ((a / b).guard_int(), 1);
+  EXPECT_EQ((a % b).guard_int(), 2);
+  EXPECT_EQ(SymInt::floordiv(-7, 2).guard_int(), -4);  // floor, as Python
+  EXPECT_EQ(SymInt::mod(-7, 2).guard_int(), 1);
+  EXPECT_EQ(sym_min(a, b).guard_int(), 4);
+  EXPECT_EQ(sym_max(a, b).guard_int(), 6);
+}
+
+TEST(SymInt, PolynomialSimplification) {
+  ShapeEnv env;
+  SymInt s0 = env.create_symbol(8), s1 = env.create_symbol(3);
+  EXPECT_EQ((s0 + s1).str(), "s0+s1");
+  EXPECT_EQ((s1 + s0).str(), "s0+s1");
+  EXPECT_EQ((s0 * 4).str(), "4*s0");
+  EXPECT_EQ((2 * s0 * 2).str(), "4*s0");
+  EXPECT_EQ((s0 + s1 - s1).str(), "s0");
+  EXPECT_EQ((s0 + 1).str(), "s0+1");
+  EXPECT_EQ((s0 - 1).str(), "s0-1");
+  EXPECT_EQ((s0 * s1).str(), "s0*s1");
+  EXPECT_EQ(((4 * s0) / (2 * s0)).str(), "2");
+  EXPECT_FALSE(((4 * s0) / (2 * s0)).is_symbolic());
+  EXPECT_EQ(((4 * s0) / 2).str(), "2*s0");
+  EXPECT_EQ(((4 * s0) % 2).str(), "0");
+  EXPECT_EQ((s0 / 3).str(), "(s0//3)");
+  EXPECT_EQ(((s0 + 1) % 2).str(), "((s0+1)%2)");
+  EXPECT_EQ(sym_max(s0 + 1, s0).str(), "s0+1");
+  EXPECT_EQ(sym_min(s0, s1).str(), "min(s0, s1)");
+  EXPECT_TRUE((s0 - s0).maybe_int().has_value());
+}
+
+TEST(SymInt, HintsEvaluateExpressions) {
+  ShapeEnv env;
+  SymInt s0 = env.create_symbol(8), s1 = env.create_symbol(3);
+  EXPECT_EQ((s0 * s1 + 2).hint(), 26);
+  EXPECT_EQ((s0 / 3).hint(), 2);
+  EXPECT_EQ(sym_min(s0, s1).hint(), 3);
+  EXPECT_TRUE(env.guards().empty());
+}
+
+TEST(SymInt, DecidableComparisonsRecordNoGuard) {
+  ShapeEnv env;
+  SymInt s0 = env.create_symbol(5);
+  EXPECT_TRUE(s0 + 1 > s0);
+  EXPECT_TRUE(s0 == s0);
+  EXPECT_FALSE(2 * s0 == s0 + s0 + 1);
+  EXPECT_TRUE(env.guards().empty());
+}
+
+TEST(SymInt, UndecidableComparisonsGuardOnHints) {
+  ShapeEnv env;
+  SymInt s0 = env.create_symbol(5), s1 = env.create_symbol(7);
+  EXPECT_TRUE(s0 < s1);
+  EXPECT_FALSE(s0 == 1);
+  ASSERT_EQ(env.guards().size(), 2u);
+  EXPECT_EQ(env.guards()[0], "s0 < s1");
+  EXPECT_EQ(env.guards()[1], "s0 != 1");
+}
+
+TEST(SymInt, SpecialisingRecordsAGuard) {
+  ShapeEnv env;
+  SymInt s0 = env.create_symbol(5);
+  int64_t n = s0 * 2;  // implicit conversion specialises
+  EXPECT_EQ(n, 10);
+  ASSERT_EQ(env.guards().size(), 1u);
+  EXPECT_EQ(env.guards()[0], "2*s0 == 10");
+}
+
+TEST(SymInt, MixedIntegerOperatorsAreUnambiguous) {
+  SymInt a = 3;
+  size_t u = 2;
+  int i = 4;
+  EXPECT_EQ((a * u).guard_int(), 6);
+  EXPECT_EQ((i - a).guard_int(), 1);
+  EXPECT_TRUE(a < i);
+  EXPECT_TRUE(a >= u);
+  EXPECT_EQ(static_cast<double>(a), 3.0);
+}
+
+TEST(SymInt, DivisionByZeroIsAnError) { EXPECT_THROW(SymInt::floordiv(1, 0), Error); }
+
+}  // namespace
+}  // namespace kiln
