@@ -274,7 +274,9 @@ Tensor einsum(std::string_view equation_in, const std::vector<Tensor>& operands)
     perm.push_back(position(acc.labels, l));
     identity = identity && perm.back() == static_cast<int64_t>(perm.size() - 1);
   }
-  return identity ? acc.t : acc.t.permute(perm);
+  // An operand returned unchanged still comes back as a new view, as in PyTorch.
+  if (identity && !acc.t.is_same(operands[0])) return acc.t;
+  return acc.t.permute(perm);
 }
 
 }  // namespace kiln

@@ -21,7 +21,7 @@ SymShape product_shape(const char* op, const char* name_a, const Tensor& a, cons
   KILN_CHECK(b.dim() == nd, op, ": expected ", name_b, " to be a ", nd, "-D tensor, but got a ",
              b.dim(), "-D tensor of shape ", b.sizes());
   linalg::check_same_dtype(op, name_a, a, name_b, b);
-  KILN_CHECK(a.dtype() != kBool, op, ": not implemented for dtype bool");
+  KILN_CHECK(a.dtype() != kBool, op, ": not supported for dtype bool");
   if (nd == 3) {
     KILN_CHECK(a.size(0) == b.size(0), op, ": ", name_a, " and ", name_b,
                " must have the same number of batches, but got ", a.size(0), " and ", b.size(0));

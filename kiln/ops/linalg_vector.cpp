@@ -16,7 +16,7 @@ std::vector<TensorSpec> dot_meta(const std::vector<Tensor>& in, const Attrs&) {
   KILN_CHECK(a.dim() == 1 && b.dim() == 1, "dot: 1D tensors expected, but got ", a.dim(), "D and ",
              b.dim(), "D tensors");
   linalg::check_same_dtype("dot", "self", a, "other", b);
-  KILN_CHECK(a.dtype() != kBool, "dot: not implemented for dtype bool");
+  KILN_CHECK(a.dtype() != kBool, "dot: not supported for dtype bool");
   KILN_CHECK(a.size(0) == b.size(0), "dot: inconsistent tensor size, expected tensor ", a.sizes(),
              " and src ", b.sizes(), " to have the same number of elements, but got ", a.size(0),
              " and ", b.size(0), " elements respectively");

@@ -53,7 +53,7 @@ ScalarType native_dtype(const char* op, ScalarType t) {
   const bool ok = is_floating_point(t) ? (W & Dtypes::Floating)
                   : t == kBool         ? (W & Dtypes::Boolean)
                                        : (W & Dtypes::Integer);
-  KILN_CHECK(ok, op, ": not implemented for dtype ", t);
+  KILN_CHECK(ok, op, ": not supported for dtype ", t);
   if (t == kFloat16 || t == kBFloat16) return (W & Dtypes::Native16) ? t : kFloat32;
   return is_integral(t) ? kInt64 : t;
 }

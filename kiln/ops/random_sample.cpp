@@ -35,7 +35,7 @@ void randperm_kernel(const Tensor& out, int64_t n, Generator* gen) {
 
 void check_randperm(int64_t n, ScalarType dtype) {
   KILN_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
-  KILN_CHECK(dtype != kBool, "randperm: not implemented for dtype bool");
+  KILN_CHECK(dtype != kBool, "randperm: not supported for dtype bool");
   KILN_CHECK(n == 0 || static_cast<double>(n - 1) <= random_util::exact_integers(dtype).hi,
              "randperm: n=", n, " is too large for result tensor type ", dtype);
 }

@@ -29,10 +29,8 @@ Tensor min(const Tensor& self);
 // (values, indices); on ties the index of the first extreme value.
 std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keepdim = false);
 std::tuple<Tensor, Tensor> min(const Tensor& self, int64_t dim, bool keepdim = false);
-Tensor argmax(const Tensor& self, std::optional<int64_t> dim = std::nullopt,
-              bool keepdim = false);
-Tensor argmin(const Tensor& self, std::optional<int64_t> dim = std::nullopt,
-              bool keepdim = false);
+Tensor argmax(const Tensor& self, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& self, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 
 // Variance with Bessel's correction (unbiased) or an explicit `correction`: the divisor is
 // max(0, N - correction). An empty `dim` reduces all dims.
@@ -48,14 +46,12 @@ std::tuple<Tensor, Tensor> var_mean(const Tensor& self, bool unbiased = true);
 std::tuple<Tensor, Tensor> var_mean(const Tensor& self, IntArrayRef dim, bool unbiased = true,
                                     bool keepdim = false);
 std::tuple<Tensor, Tensor> var_mean(const Tensor& self, std::optional<IntArrayRef> dim,
-                                    const std::optional<Scalar>& correction,
-                                    bool keepdim = false);
+                                    const std::optional<Scalar>& correction, bool keepdim = false);
 std::tuple<Tensor, Tensor> std_mean(const Tensor& self, bool unbiased = true);
 std::tuple<Tensor, Tensor> std_mean(const Tensor& self, IntArrayRef dim, bool unbiased = true,
                                     bool keepdim = false);
 std::tuple<Tensor, Tensor> std_mean(const Tensor& self, std::optional<IntArrayRef> dim,
-                                    const std::optional<Scalar>& correction,
-                                    bool keepdim = false);
+                                    const std::optional<Scalar>& correction, bool keepdim = false);
 
 // Vector p-norm over `dim` (all dims when empty): p = 0 (count of nonzeros), 1, 2, inf, -inf
 // or any other p; "fro" is the 2-norm of the flattened dims.
@@ -88,7 +84,6 @@ Tensor count_nonzero(const Tensor& self, int64_t dim);
 Tensor cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
 Tensor cumprod(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
 Tensor softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
-Tensor log_softmax(const Tensor& self, int64_t dim,
-                   std::optional<ScalarType> dtype = std::nullopt);
+Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
 
 }  // namespace kiln

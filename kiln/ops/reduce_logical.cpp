@@ -21,6 +21,7 @@ struct LogicalReducer {
     const uint8_t nonzero = v != C(0);
     return kAll ? (a & nonzero) : (a | nonzero);
   }
+  Lane merge(Lane a, Lane b) const { return kAll ? (a & b) : (a | b); }
   Acc acc_init() const { return lane_init(); }
   Acc add_lane(Acc a, Lane l) const { return kAll ? (a & l) : (a | l); }
   Acc combine(Acc a, Acc b) const { return add_lane(a, b); }
@@ -36,6 +37,7 @@ struct CountReducer {
 
   Lane lane_init() const { return 0; }
   Lane fold(Lane a, C v) const { return a + (v != C(0) ? 1 : 0); }
+  Lane merge(Lane a, Lane b) const { return a + b; }
   Acc acc_init() const { return 0; }
   Acc add_lane(Acc a, Lane l) const { return a + l; }
   Acc combine(Acc a, Acc b) const { return a + b; }
@@ -69,9 +71,9 @@ void register_logical(const char* op) {
         auto s = reduce::samples(dt, opt, [](const V& dims, bool keepdim) {
           return Attrs{dims, keepdim};
         });
-        Tensor z = tensor({{0.0, 1.0, 2.0}, {0.0, 0.0, 0.0}, {1.0, -1.0, 0.5}},
-                          TensorOptions(kFloat64))
-                       .to(dt);
+        Tensor z =
+            tensor({{0.0, 1.0, 2.0}, {0.0, 0.0, 0.0}, {1.0, -1.0, 0.5}}, TensorOptions(kFloat64))
+                .to(dt);
         s.push_back({{z}, {V{1}, false}, "zeros per row"});
         s.push_back({{z}, {V{0}, true}, "zeros per column"});
         return s;
@@ -132,8 +134,7 @@ KILN_REGISTER_OP(count_nonzero)
     .lowering("reduction:count_nonzero");
 
 namespace {
-Tensor call_logical(const char* name, const Tensor& self, std::vector<int64_t> dims,
-                    bool keepdim) {
+Tensor call_logical(const char* name, const Tensor& self, std::vector<int64_t> dims, bool keepdim) {
   return call_op1(get_op(name), {self}, {std::move(dims), keepdim});
 }
 }  // namespace

@@ -20,12 +20,10 @@ struct ExtremeReducer {
   using Acc = Lane;
   T* out;
 
+  // Written so that it vectorises to max/min then a NaN blend that is off the dependency chain.
   static Lane pick(Lane a, Lane v) {
-    if constexpr (kMax) {
-      return (v > a || v != v) ? v : a;
-    } else {
-      return (v < a || v != v) ? v : a;
-    }
+    const Lane m = (kMax ? v > a : v < a) ? v : a;
+    return v != v ? v : m;
   }
   Lane lane_init() const {
     if constexpr (std::is_floating_point_v<Lane>) {
@@ -35,6 +33,7 @@ struct ExtremeReducer {
     }
   }
   Lane fold(Lane a, C v) const { return pick(a, static_cast<Lane>(v)); }
+  Lane merge(Lane a, Lane b) const { return pick(a, b); }
   Acc acc_init() const { return lane_init(); }
   Acc add_lane(Acc a, Lane l) const { return pick(a, l); }
   Acc combine(Acc a, Acc b) const { return pick(a, b); }
@@ -78,8 +77,9 @@ void register_extreme(const char* op, const char* pytorch_name, bool has_dims) {
     return reduce::reduced_dims(op, has_dims ? a.ints(0) : std::vector<int64_t>{}, x.dim());
   };
   register_op(op)
-      .schema(has_dims ? std::string(op) + "(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor"
-                       : std::string(op) + "(Tensor self) -> Tensor")
+      .schema(has_dims
+                  ? std::string(op) + "(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor"
+                  : std::string(op) + "(Tensor self) -> Tensor")
       .meta(extreme_meta(op, pytorch_name, has_dims))
       .cpu([op, dims_of](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
         extreme_kernel<kMax>(op, in[0], dims_of(in[0], a), out[0]);
@@ -161,8 +161,8 @@ void register_extreme_dim(const char* op, const char* pytorch_name) {
               ".dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
       .meta([pytorch_name](const std::vector<Tensor>& in, const Attrs& a) {
         const int64_t dim = meta::wrap_dim(pytorch_name, a.i(0), in[0].dim());
-        std::vector<int64_t> dims = in[0].dim() == 0 ? std::vector<int64_t>{}
-                                                     : std::vector<int64_t>{dim};
+        std::vector<int64_t> dims =
+            in[0].dim() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{dim};
         reduce::check_nonempty(pytorch_name, in[0], dims, true);
         SymShape shape = reduce::reduced_shape(in[0], dims, a.b(1));
         return std::vector<TensorSpec>{meta::spec(shape, in[0].dtype(), in[0].device()),

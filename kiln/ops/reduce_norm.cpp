@@ -37,33 +37,51 @@ struct NormReducer {
 
   template <class A>
   static A pick(A a, A m) {
-    if constexpr (K == NormKind::Inf) return (m > a || m != m) ? m : a;
-    else return (m < a || m != m) ? m : a;
+    const A best = (K == NormKind::Inf ? m > a : m < a) ? m : a;  // vectorises (see amax)
+    return m != m ? m : best;
   }
   Lane lane_init() const {
     return K == NormKind::NegInf ? std::numeric_limits<C>::infinity() : C(0);
   }
   Lane fold(Lane a, C v) const {
     const C m = std::abs(v);
-    if constexpr (K == NormKind::Zero) return a + (v != C(0) ? C(1) : C(0));
-    else if constexpr (K == NormKind::One) return a + m;
-    else if constexpr (K == NormKind::Two) return a + v * v;
-    else if constexpr (K == NormKind::General) return a + static_cast<C>(std::pow(m, static_cast<C>(p)));
-    else return pick(a, m);
+    if constexpr (K == NormKind::Zero)
+      return a + (v != C(0) ? C(1) : C(0));
+    else if constexpr (K == NormKind::One)
+      return a + m;
+    else if constexpr (K == NormKind::Two)
+      return a + v * v;
+    else if constexpr (K == NormKind::General)
+      return a + static_cast<C>(std::pow(m, static_cast<C>(p)));
+    else
+      return pick(a, m);
+  }
+  Lane merge(Lane a, Lane b) const {
+    if constexpr (kAdds)
+      return a + b;
+    else
+      return pick(a, b);
   }
   Acc acc_init() const { return static_cast<Acc>(lane_init()); }
   Acc add_lane(Acc a, Lane l) const {
-    if constexpr (kAdds) return a + l;
-    else return pick(a, l);
+    if constexpr (kAdds)
+      return a + l;
+    else
+      return pick(a, l);
   }
   Acc combine(Acc a, Acc b) const {
-    if constexpr (kAdds) return a + b;
-    else return pick(a, b);
+    if constexpr (kAdds)
+      return a + b;
+    else
+      return pick(a, b);
   }
   void write(int64_t o, Acc a, int64_t) const {
-    if constexpr (K == NormKind::Two) out[o] = static_cast<T>(std::sqrt(a));
-    else if constexpr (K == NormKind::General) out[o] = static_cast<T>(std::pow(a, 1 / p));
-    else out[o] = static_cast<T>(a);
+    if constexpr (K == NormKind::Two)
+      out[o] = static_cast<T>(std::sqrt(a));
+    else if constexpr (K == NormKind::General)
+      out[o] = static_cast<T>(std::pow(a, 1 / p));
+    else
+      out[o] = static_cast<T>(a);
   }
 };
 
@@ -83,8 +101,7 @@ NormArgs norm_args(const Tensor& x, const Attrs& a) {
 
 // PyTorch's norm_backward: a subgradient of 0 where the norm (or |x| for p < 1) is 0, and the
 // inf-norms' gradient split evenly among the elements of largest (smallest) magnitude.
-Tensor norm_backward(const Tensor& grad, const Tensor& x, const Tensor& result,
-                     const NormArgs& a) {
+Tensor norm_backward(const Tensor& grad, const Tensor& x, const Tensor& result, const NormArgs& a) {
   const double p = a.p;
   if (p == 0) return zeros_like(x);
   Tensor g = reduce::with_kept_dims(grad, x, a.dims, a.keepdim);
@@ -155,8 +172,7 @@ struct LogSumExpRuns {
       for (; i < n; ++i) mf = cpu::max_nan(mf, static_cast<float>(p[i]));
       if (!std::isfinite(mf)) return {mf, 0};
       cpu::fvec sv = cpu::splat(0);
-      for (i = 0; i + cpu::kVec <= n; i += cpu::kVec)
-        sv += cpu::exp_vec(cpu::load_vec(p + i) - mf);
+      for (i = 0; i + cpu::kVec <= n; i += cpu::kVec) sv += cpu::exp_vec(cpu::load_vec(p + i) - mf);
       s = cpu::hsum(sv);
       for (; i < n; ++i) s += cpu::exp_scalar(static_cast<float>(p[i]) - mf);
       m = mf;
@@ -185,7 +201,9 @@ struct LogSumExpRuns {
 }  // namespace
 
 KILN_REGISTER_OP(norm)
-    .schema("norm(Tensor self, float p=2, int[] dim=[], bool keepdim=False, ScalarType? dtype=None) -> Tensor")
+    .schema(
+        "norm(Tensor self, float p=2, int[] dim=[], bool keepdim=False, ScalarType? dtype=None) -> "
+        "Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
       KILN_CHECK(is_floating_point(x.dtype()),
@@ -211,12 +229,18 @@ KILN_REGISTER_OP(norm)
       cpu::visit_floating(dt, "norm", [&](auto tag) {
         using T = decltype(tag);
         switch (norm_kind(n.p)) {
-          case NormKind::Zero: return norm_as<T, NormKind::Zero>(x, n.dims, out[0], n.p);
-          case NormKind::One: return norm_as<T, NormKind::One>(x, n.dims, out[0], n.p);
-          case NormKind::Two: return norm_as<T, NormKind::Two>(x, n.dims, out[0], n.p);
-          case NormKind::Inf: return norm_as<T, NormKind::Inf>(x, n.dims, out[0], n.p);
-          case NormKind::NegInf: return norm_as<T, NormKind::NegInf>(x, n.dims, out[0], n.p);
-          case NormKind::General: return norm_as<T, NormKind::General>(x, n.dims, out[0], n.p);
+          case NormKind::Zero:
+            return norm_as<T, NormKind::Zero>(x, n.dims, out[0], n.p);
+          case NormKind::One:
+            return norm_as<T, NormKind::One>(x, n.dims, out[0], n.p);
+          case NormKind::Two:
+            return norm_as<T, NormKind::Two>(x, n.dims, out[0], n.p);
+          case NormKind::Inf:
+            return norm_as<T, NormKind::Inf>(x, n.dims, out[0], n.p);
+          case NormKind::NegInf:
+            return norm_as<T, NormKind::NegInf>(x, n.dims, out[0], n.p);
+          case NormKind::General:
+            return norm_as<T, NormKind::General>(x, n.dims, out[0], n.p);
         }
       });
     })
@@ -264,9 +288,10 @@ KILN_REGISTER_OP(logsumexp)
       });
       if (is_floating_point(dt)) {
         const double inf = kInf;
-        s.push_back({{tensor({{-inf, 2.0, 3.0}, {0.5, -inf, -1.0}}, TensorOptions(kFloat64)).to(dt)},
-                     {V{1}, false},
-                     "some -inf"});
+        s.push_back(
+            {{tensor({{-inf, 2.0, 3.0}, {0.5, -inf, -1.0}}, TensorOptions(kFloat64)).to(dt)},
+             {V{1}, false},
+             "some -inf"});
         OpSample special{
             {tensor({{-inf, -inf, -inf}, {1.0, inf, 2.0}}, TensorOptions(kFloat64)).to(dt)},
             {V{1}, false},

@@ -8,18 +8,18 @@
 namespace kiln {
 namespace {
 
-// Floating types multiply in float lanes (double for float64) and a double total; integers in
-// int64.
+// Floating types multiply in double (long products lose too much in float); integers in int64.
 template <class T>
 struct ProdReducer {
   using C = cpu::compute_t<T>;
   static constexpr bool kFloat = std::is_floating_point_v<C>;
-  using Lane = std::conditional_t<kFloat, C, int64_t>;
-  using Acc = std::conditional_t<kFloat, double, int64_t>;
+  using Lane = std::conditional_t<kFloat, double, int64_t>;
+  using Acc = Lane;
   T* out;
 
   Lane lane_init() const { return 1; }
   Lane fold(Lane a, C v) const { return a * static_cast<Lane>(v); }
+  Lane merge(Lane a, Lane b) const { return a * b; }
   Acc acc_init() const { return 1; }
   Acc add_lane(Acc a, Lane l) const { return a * l; }
   Acc combine(Acc a, Acc b) const { return a * b; }

@@ -21,6 +21,7 @@ struct SumReducer {
 
   Lane lane_init() const { return 0; }
   Lane fold(Lane a, C v) const { return a + v; }
+  Lane merge(Lane a, Lane b) const { return a + b; }
   Acc acc_init() const { return 0; }
   Acc add_lane(Acc a, Lane l) const { return a + l; }
   Acc combine(Acc a, Acc b) const { return a + b; }

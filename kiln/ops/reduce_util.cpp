@@ -28,8 +28,10 @@ SymShape reduced_shape(const Tensor& x, const std::vector<int64_t>& dims, bool k
   SymShape out;
   for (int64_t d = 0; d < x.dim(); ++d) {
     bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
-    if (!reduced) out.push_back(x.size(d));
-    else if (keepdim) out.push_back(1);
+    if (!reduced)
+      out.push_back(x.size(d));
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -128,9 +130,8 @@ Tensor reference(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim
   return out;
 }
 
-Tensor reference_along(
-    const Tensor& x, int64_t dim,
-    const std::function<std::vector<double>(const std::vector<double>&)>& f) {
+Tensor reference_along(const Tensor& x, int64_t dim,
+                       const std::function<std::vector<double>(const std::vector<double>&)>& f) {
   Tensor xd = x.to(kFloat64).contiguous();
   const std::vector<int64_t> sizes = x.sizes().vec();
   std::vector<int64_t> keep = sizes;

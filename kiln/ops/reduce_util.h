@@ -34,17 +34,15 @@ struct SampleOptions {
 };
 // Representative reductions: all dims, one dim, keepdim, several dims, a dim that is not
 // innermost, non-contiguous, transposed and permuted inputs, 0-dim, zero-size.
-std::vector<OpSample> samples(ScalarType dtype, const SampleOptions& opt,
-                              const SampleAttrs& attrs);
+std::vector<OpSample> samples(ScalarType dtype, const SampleOptions& opt, const SampleAttrs& attrs);
 
 // Float64 reference of a reduction: `f` gets the values of each output's slice of x, in
 // logical order; the result has the reduced shape.
 Tensor reference(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim,
                  const std::function<double(const std::vector<double>&)>& f);
 // Float64 reference of an op along one dim (scans, softmax): `f` maps each slice to its outputs.
-Tensor reference_along(
-    const Tensor& x, int64_t dim,
-    const std::function<std::vector<double>(const std::vector<double>&)>& f);
+Tensor reference_along(const Tensor& x, int64_t dim,
+                       const std::function<std::vector<double>(const std::vector<double>&)>& f);
 
 // Dtype lists of the op-table tests.
 extern const std::vector<ScalarType> kFloatDtypes;    // float64, float32, bfloat16

@@ -24,6 +24,7 @@ struct SumInDouble {
     const double d = static_cast<double>(v) - mean;
     return squares ? a + d * d : a + static_cast<double>(v);
   }
+  Lane merge(Lane a, Lane b) const { return a + b; }
   Acc acc_init() const { return 0; }
   Acc add_lane(Acc a, Lane l) const { return a + l; }
   Acc combine(Acc a, Acc b) const { return a + b; }
@@ -93,11 +94,11 @@ void register_var(const char* op, bool take_sqrt, bool with_mean) {
       .meta([op, with_mean](const std::vector<Tensor>& in, const Attrs& a) {
         const Tensor& x = in[0];
         KILN_CHECK(is_floating_point(x.dtype()), op,
-                   ": std and var only support floating point and complex dtypes (got ",
-                   x.dtype(), ")");
+                   ": std and var only support floating point and complex dtypes (got ", x.dtype(),
+                   ")");
         VarArgs v = var_args(op, x, a);
-        TensorSpec s = meta::spec(reduce::reduced_shape(x, v.dims, v.keepdim), x.dtype(),
-                                  x.device());
+        TensorSpec s =
+            meta::spec(reduce::reduced_shape(x, v.dims, v.keepdim), x.dtype(), x.device());
         return with_mean ? std::vector<TensorSpec>{s, s} : std::vector<TensorSpec>{s};
       })
       .cpu([op, take_sqrt, with_mean](const std::vector<Tensor>& in, std::vector<Tensor>& out,
@@ -106,8 +107,8 @@ void register_var(const char* op, bool take_sqrt, bool with_mean) {
         cpu::visit_floating(in[0].dtype(), op, [&](auto tag) {
           using T = decltype(tag);
           T* mean_out = with_mean ? out[1].data_ptr<T>() : nullptr;
-          cpu::reduce_runs<T>(
-              in[0], v.dims, VarRuns<T>{out[0].data_ptr<T>(), mean_out, v.correction, take_sqrt});
+          cpu::reduce_runs<T>(in[0], v.dims,
+                              VarRuns<T>{out[0].data_ptr<T>(), mean_out, v.correction, take_sqrt});
         });
       })
       .save_outputs(/*inputs_too=*/true)
@@ -172,12 +173,11 @@ void register_var(const char* op, bool take_sqrt, bool with_mean) {
 
 Attrs var_attrs(std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
                 bool keepdim) {
-  return {dim ? dim->vec() : std::vector<int64_t>{},
-          correction ? correction->to_double() : 1.0, keepdim};
+  return {dim ? dim->vec() : std::vector<int64_t>{}, correction ? correction->to_double() : 1.0,
+          keepdim};
 }
 
-std::vector<Tensor> call_var(const char* name, const Tensor& self,
-                             std::optional<IntArrayRef> dim,
+std::vector<Tensor> call_var(const char* name, const Tensor& self, std::optional<IntArrayRef> dim,
                              const std::optional<Scalar>& correction, bool keepdim) {
   return call_op(get_op(name), {self}, var_attrs(dim, correction, keepdim));
 }

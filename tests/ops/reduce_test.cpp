@@ -58,8 +58,8 @@ void expect_matches_double(const Tensor& got, const Tensor& want_f64, double rto
 }
 
 // Sums are compared relative to the sum of magnitudes (their condition), per output.
-void expect_sum_matches(const Tensor& got, const Tensor& x, std::vector<int64_t> dims,
-                        double rtol, double divisor = 1) {
+void expect_sum_matches(const Tensor& got, const Tensor& x, std::vector<int64_t> dims, double rtol,
+                        double divisor = 1) {
   Tensor d = x.to(kFloat64);
   V want = values(d.sum(dims)), scale = values(d.abs().sum(dims));
   V g = values(got);
@@ -77,7 +77,8 @@ Tensor grad_of(const Tensor& x_in, const std::function<Tensor(const Tensor&)>& f
 
 TEST(Reduce, DimOutOfRangeAndRepeatedDims) {
   Tensor x = make({2, 3}, kFloat32);
-  const std::string range = "dimension out of range (expected to be in range of [-2, 1], but got 2)";
+  const std::string range =
+      "dimension out of range (expected to be in range of [-2, 1], but got 2)";
   expect_error([&] { sum(x, {2}); }, range);
   expect_error([&] { amax(x, {2}); }, range);
   expect_error([&] { x.var({2}, true); }, range);
@@ -171,8 +172,7 @@ TEST(Reduce, ExtremeGradientsAtTies) {
   Tensor x = tensor({1.0, 3.0, 3.0, 2.0}, TensorOptions(kFloat64));
   expect_values(grad_of(x, [](const Tensor& t) { return t.amax(); }), {0, 0.5, 0.5, 0});
   expect_values(grad_of(x, [](const Tensor& t) { return t.max(); }), {0, 0.5, 0.5, 0});
-  expect_values(grad_of(x, [](const Tensor& t) { return std::get<0>(t.max(0)); }),
-                {0, 1, 0, 0});
+  expect_values(grad_of(x, [](const Tensor& t) { return std::get<0>(t.max(0)); }), {0, 1, 0, 0});
   Tensor m = tensor({{2.0, 2.0}, {1.0, 4.0}}, TensorOptions(kFloat64));
   expect_values(grad_of(m, [](const Tensor& t) { return t.amin({1}); }), {0.5, 0.5, 1, 0});
   expect_values(grad_of(m, [](const Tensor& t) { return std::get<0>(t.min(1, true)); }),
@@ -200,9 +200,9 @@ TEST(Reduce, VarianceCorrection) {
   expect_values(mat.var({0}, true), {2, 4.5}, 1e-6);
   expect_values(mat.var({1}, false, true), {0.25, 1}, 1e-6);
   // std's gradient at std == 0 is 0 (not NaN).
-  expect_values(grad_of(tensor({2.0, 2.0}, TensorOptions(kFloat64)),
-                        [](const Tensor& t) { return t.std(); }),
-                {0, 0});
+  expect_values(
+      grad_of(tensor({2.0, 2.0}, TensorOptions(kFloat64)), [](const Tensor& t) { return t.std(); }),
+      {0, 0});
 }
 
 TEST(Reduce, NormValues) {
@@ -256,8 +256,7 @@ TEST(Reduce, SoftmaxIsStableAndNormalised) {
       const double tol = dt == kBFloat16 ? 1e-2 : dt == kFloat32 ? 2e-6 : 1e-12;
       Tensor xd = x.to(kFloat64);
       expect_matches_double(y, xd.softmax(dim), tol);
-      expect_matches_double(x.log_softmax(dim), xd.log_softmax(dim),
-                            dt == kBFloat16 ? 2e-2 : tol);
+      expect_matches_double(x.log_softmax(dim), xd.log_softmax(dim), dt == kBFloat16 ? 2e-2 : tol);
     }
   }
 }
@@ -319,6 +318,21 @@ TEST(Reduce, LayoutsMatchContiguousDouble) {
   Tensor mid = make({3, 50, 70}, kBFloat16);
   expect_sum_matches(mid.sum({1}), mid, {1}, 1e-2);
   expect_matches_double(mid.softmax(1), mid.to(kFloat64).softmax(1), 1e-2);
+}
+
+// float16 goes through the same kernels as bfloat16 (computed in float).
+TEST(Reduce, Float16) {
+  Tensor h = make({6, 300}, kFloat16, -2, 2);
+  Tensor d = h.to(kFloat64);
+  expect_sum_matches(h.sum({1}), h, {1}, 2e-3);
+  expect_matches_double(h.mean({0}), d.mean({0}), 2e-3);
+  expect_matches_double(h.amax({1}), d.amax({1}), 0);
+  expect_matches_double(h.var({1}, true), d.var({1}, true), 2e-3);
+  expect_matches_double(h.softmax(1), d.softmax(1), 2e-3);
+  expect_matches_double(h.log_softmax(0), d.log_softmax(0), 2e-3);
+  expect_matches_double(h.logsumexp({1}), d.logsumexp({1}), 2e-3);
+  expect_matches_double(h.cumsum(1), d.cumsum(1), 2e-3);
+  EXPECT_EQ(h.argmax().item<int64_t>(), d.argmax().item<int64_t>());
 }
 
 TEST(Reduce, ScansAlongEachDim) {

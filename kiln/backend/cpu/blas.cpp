@@ -153,15 +153,37 @@ void converted_gemm(const GemmArgs& g) {
                });
 }
 
-// Integers: a plain loop. Unsigned arithmetic gives C's wraparound without signed overflow.
+// The accumulator of the plain-loop product: integers wrap around as in C (unsigned arithmetic
+// avoids signed overflow), float types accumulate as BLAS does (16-bit floats in float).
 template <class T>
-void integer_gemm(const GemmArgs& g) {
-  using U = uint64_t;
+using LoopAcc = std::conditional_t<std::is_integral_v<T>, uint64_t,
+                                   std::conditional_t<std::is_same_v<T, double>, double, float>>;
+
+template <class T>
+LoopAcc<T> to_acc(T v) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<uint64_t>(static_cast<int64_t>(v));
+  else
+    return static_cast<LoopAcc<T>>(static_cast<compute_t<T>>(v));
+}
+
+template <class T>
+LoopAcc<T> scalar_acc(double v) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<uint64_t>(static_cast<int64_t>(v));
+  else
+    return static_cast<LoopAcc<T>>(v);
+}
+
+// A plain loop: the integer kernel, and for float types the products too small for a BLAS call
+// to pay for itself.
+template <class T>
+void loop_gemm(const GemmArgs& g) {
+  using Acc = LoopAcc<T>;
   const T* a = static_cast<const T*>(g.a.data);
   const T* b = static_cast<const T*>(g.b.data);
   T* c = static_cast<T*>(g.c);
-  const U alpha = static_cast<U>(static_cast<int64_t>(g.alpha));
-  const U beta = static_cast<U>(static_cast<int64_t>(g.beta));
+  const Acc alpha = scalar_acc<T>(g.alpha), beta = scalar_acc<T>(g.beta);
   parallel_for(
       0, g.batch * g.m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n * g.k, 1)),
       [&](int64_t begin, int64_t end) {
@@ -171,27 +193,32 @@ void integer_gemm(const GemmArgs& g) {
           const T* bmat = b + bi * g.b.batch_stride;
           T* crow = c + bi * g.c_batch_stride + i * g.ldc;
           for (int64_t j = 0; j < g.n; ++j) {
-            U acc = 0;
+            Acc acc = 0;
             for (int64_t p = 0; p < g.k; ++p)
-              acc += static_cast<U>(static_cast<int64_t>(arow[p * g.a.col_stride])) *
-                     static_cast<U>(
-                         static_cast<int64_t>(bmat[p * g.b.row_stride + j * g.b.col_stride]));
-            U prev = g.beta == 0 ? 0 : static_cast<U>(static_cast<int64_t>(crow[j]));
-            crow[j] = static_cast<T>(alpha * acc + beta * prev);
+              acc += to_acc(arow[p * g.a.col_stride]) *
+                     to_acc(bmat[p * g.b.row_stride + j * g.b.col_stride]);
+            const Acc out = g.beta == 0 ? alpha * acc : alpha * acc + beta * to_acc(crow[j]);
+            crow[j] = static_cast<T>(out);
           }
         }
       });
 }
 
+// Products of at most this many multiply-adds per matrix skip BLAS/oneDNN: the call (and, for
+// 16-bit floats, the conversions) cost more than the arithmetic.
+constexpr int64_t kTinyGemmWork = 32;
+
 template <class T>
 void dispatch_gemm(const GemmArgs& g) {
   if (g.k == 0) return scale_c<T>(g);
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+  if constexpr (std::is_integral_v<T>) {
+    loop_gemm<T>(g);
+  } else if (g.m * g.n * g.k <= kTinyGemmWork) {
+    loop_gemm<T>(g);
+  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     blas_gemm<T>(g);
-  } else if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
-    if (!onednn::matmul(g)) converted_gemm<T>(g);
   } else {
-    integer_gemm<T>(g);
+    if (!onednn::matmul(g)) converted_gemm<T>(g);
   }
 }
 

@@ -171,7 +171,7 @@ void visit_floating(ScalarType t, const char* op, F&& f) {
     case kFloat64: return f(double{});
     case kFloat16: return f(Half{});
     case kBFloat16: return f(BFloat16{});
-    default: KILN_FAIL(op, ": not implemented for dtype ", t, " (expected a floating dtype)");
+    default: KILN_FAIL(op, ": not supported for dtype ", t, " (expected a floating dtype)");
   }
 }
 template <class F>
@@ -182,7 +182,7 @@ void visit_numeric(ScalarType t, const char* op, F&& f) {  // every dtype but bo
     case kInt16: return f(int16_t{});
     case kInt32: return f(int32_t{});
     case kInt64: return f(int64_t{});
-    case kBool: KILN_FAIL(op, ": not implemented for dtype bool");
+    case kBool: KILN_FAIL(op, ": not supported for dtype bool");
     default: return visit_floating(t, op, f);
   }
 }
@@ -200,7 +200,7 @@ void visit_integral(ScalarType t, const char* op, F&& f) {  // bitwise ops: ints
     case kInt16: return f(int16_t{});
     case kInt32: return f(int32_t{});
     case kInt64: return f(int64_t{});
-    default: KILN_FAIL(op, ": not implemented for dtype ", t, " (expected an integral dtype)");
+    default: KILN_FAIL(op, ": not supported for dtype ", t, " (expected an integral dtype)");
   }
 }
 

@@ -87,8 +87,8 @@ Tensor reduced_dims_innermost(const Tensor& x, const std::vector<int64_t>& dims)
   Tensor permuted(std::make_shared<TensorImpl>(x.impl()->storage(), x.dtype(), sizes, strides,
                                                x.impl()->storage_offset()));
   const int64_t n = x.numel().guard_int();
-  auto storage = std::make_shared<StorageImpl>(static_cast<size_t>(n) * x.element_size(),
-                                               x.device());
+  auto storage =
+      std::make_shared<StorageImpl>(static_cast<size_t>(n) * x.element_size(), x.device());
   Tensor out(std::make_shared<TensorImpl>(std::move(storage), x.dtype(), sizes,
                                           contiguous_strides(sizes), 0));
   copy(out, permuted);

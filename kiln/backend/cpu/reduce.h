@@ -11,15 +11,17 @@
 //  - Copy: anything else; the reduced dims are moved innermost by one contiguous copy.
 //
 // Two kinds of reducers plug in:
-//  - Elementwise (sum, prod, max, norms, ...), with Lane and Acc types (never bool) and
-//      Lane lane_init(); Lane fold(Lane, compute_t<T>); Acc acc_init();
-//      Acc add_lane(Acc, Lane); Acc combine(Acc, Acc); void write(int64_t out_index, Acc, int64_t n);
+//  - Elementwise (sum, prod, max, norms, ...): types Lane and Acc (never bool), and
+//      Lane lane_init(), fold(Lane, compute_t<T>), merge(Lane, Lane);
+//      Acc acc_init(), add_lane(Acc, Lane), combine(Acc, Acc);
+//      void write(int64_t output_index, Acc, int64_t count);
 //    run by reduce_elementwise<T>() on any plan.
-//  - Run reducers (var, logsumexp), with an Acc type and
-//      Acc init(); Acc run(const T* p, int64_t n); Acc combine(Acc, Acc); void write(o, Acc, n);
+//  - Run reducers (var, logsumexp): type Acc, and
+//      Acc init(), run(const T* p, int64_t n), combine(Acc, Acc); void write(o, Acc, count);
 //    where run() sees contiguous pieces of at most kReduceBlock elements; reduce_runs<T>() uses
 //    the Inner plan (copying first when the layout is not Inner).
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "kiln/backend/cpu/loops.h"
@@ -90,12 +92,15 @@ typename R::Acc fold_run(const R& r, const T* p, int64_t n) {
   typename R::Acc acc = r.acc_init();
   int64_t i = 0;
   while (n - i >= L) {
-    Lane lanes[L];
-    for (int64_t k = 0; k < L; ++k) lanes[k] = r.lane_init();
     const int64_t end = i + std::min<int64_t>(kReduceBlock, (n - i) / L * L);
-    for (; i < end; i += L)
+    Lane lanes[L];  // started from the first L elements (cheaper than filling, then folding)
+    for (int64_t k = 0; k < L; ++k) lanes[k] = r.fold(r.lane_init(), static_cast<C>(p[i + k]));
+    for (i += L; i < end; i += L)
       for (int64_t k = 0; k < L; ++k) lanes[k] = r.fold(lanes[k], static_cast<C>(p[i + k]));
-    for (int64_t k = 0; k < L; ++k) acc = r.add_lane(acc, lanes[k]);
+    // Pairwise over the lanes (vectorised halves), then one step into the wider accumulator.
+    for (int64_t h = L / 2; h >= 1; h /= 2)
+      for (int64_t k = 0; k < h; ++k) lanes[k] = r.merge(lanes[k], lanes[k + h]);
+    acc = r.add_lane(acc, lanes[0]);
   }
   if (i < n) {
     Lane tail = r.lane_init();
@@ -173,7 +178,7 @@ void run_outer(const ReducePlan& p, const T* x, const R& r) {
   const int64_t items = K * chunks;
   const int threads = reduce_threads();
   int64_t parts = 1;  // pieces of the reduced range when there are few column chunks
-  if (items < 2 * threads && N * M >= 2 * kParallelGrain)
+  if (threads > 1 && items < 2 * threads && N * M >= 2 * kParallelGrain)
     parts = std::min<int64_t>((2 * threads + items - 1) / items, N);
   std::vector<Acc> partial(parts > 1 ? items * parts * kReduceColumns : 0);
 
@@ -183,30 +188,41 @@ void run_outer(const ReducePlan& p, const T* x, const R& r) {
     const int64_t w = std::min(kReduceColumns, M - j0);
     const int64_t n0 = q * N / parts, n1 = (q + 1) * N / parts;
     const T* base = x + OffsetWalker(p.kept_sizes, p.kept_strides, k).offset() + j0;
-    for (int64_t j = 0; j < w; ++j) acc[j] = r.acc_init();
     OffsetWalker rw(p.red_sizes, p.red_strides, n0);
     for (int64_t i = n0; i < n1;) {
-      const int64_t end = std::min(n1, i + kReduceRowBlock);
-      for (int64_t j = 0; j < w; ++j) lanes[j] = r.lane_init();
-      for (; i < end; ++i, rw.next()) {
+      const int64_t begin = i, end = std::min(n1, i + kReduceRowBlock);
+      // The block's first row starts the lanes; the first block starts the accumulators, and
+      // the last one goes straight to the output.
+      const T* __restrict first = base + rw.offset();
+      for (int64_t j = 0; j < w; ++j) lanes[j] = r.fold(r.lane_init(), static_cast<C>(first[j]));
+      for (++i, rw.next(); i < end; ++i, rw.next()) {
         const T* __restrict row = base + rw.offset();
         for (int64_t j = 0; j < w; ++j) lanes[j] = r.fold(lanes[j], static_cast<C>(row[j]));
       }
-      for (int64_t j = 0; j < w; ++j) acc[j] = r.add_lane(acc[j], lanes[j]);
+      const bool first_block = begin == n0, last_block = end == n1;
+      if (last_block && parts == 1) {
+        const int64_t o = k * M + j0;
+        if (first_block) {
+          for (int64_t j = 0; j < w; ++j) r.write(o + j, r.add_lane(r.acc_init(), lanes[j]), N);
+        } else {
+          for (int64_t j = 0; j < w; ++j) r.write(o + j, r.add_lane(acc[j], lanes[j]), N);
+        }
+      } else if (first_block) {
+        for (int64_t j = 0; j < w; ++j) acc[j] = r.add_lane(r.acc_init(), lanes[j]);
+      } else {
+        for (int64_t j = 0; j < w; ++j) acc[j] = r.add_lane(acc[j], lanes[j]);
+      }
     }
-    if (parts == 1) {
-      for (int64_t j = 0; j < w; ++j) r.write(k * M + j0 + j, acc[j], N);
-    } else {
-      std::copy(acc, acc + w, partial.begin() + item * kReduceColumns);
-    }
+    if (parts > 1) std::copy(acc, acc + w, partial.begin() + item * kReduceColumns);
   };
   const int64_t work = std::min(M, kReduceColumns) * std::max<int64_t>(N / parts, 1);
   parallel_for(0, items * parts, std::max<int64_t>(1, kParallelGrain / work),
                [&](int64_t begin, int64_t end) {
-                 std::vector<Lane> lanes(kReduceColumns);
-                 std::vector<Acc> acc(kReduceColumns);
+                 const int64_t width = std::min(M, kReduceColumns);
+                 std::unique_ptr<Lane[]> lanes(new Lane[width]);
+                 std::unique_ptr<Acc[]> acc(new Acc[width]);
                  for (int64_t item = begin; item < end; ++item)
-                   fold_chunk(item, lanes.data(), acc.data());
+                   fold_chunk(item, lanes.get(), acc.get());
                });
   if (parts == 1) return;
   for (int64_t it = 0; it < items; ++it) {
@@ -233,8 +249,10 @@ void reduce_elementwise(const Tensor& x, const std::vector<int64_t>& dims, const
   }
   const T* data = static_cast<const T*>(x.data_ptr());
   switch (p.kind) {
-    case ReducePlan::Kind::Inner: return run_inner<T>(p, data, LaneRuns<T, R>{r});
-    case ReducePlan::Kind::Outer: return run_outer<T>(p, data, r);
+    case ReducePlan::Kind::Inner:
+      return run_inner<T>(p, data, LaneRuns<T, R>{r});
+    case ReducePlan::Kind::Outer:
+      return run_outer<T>(p, data, r);
     case ReducePlan::Kind::Copy: {
       Tensor c = reduced_dims_innermost(x, dims);
       return run_inner<T>(inner_plan_of_copy(p), static_cast<const T*>(c.data_ptr()),

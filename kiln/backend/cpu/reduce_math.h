@@ -1,7 +1,7 @@
 #pragma once
-// Float vectors (GCC/Clang vector extensions; 8 lanes with AVX, else 4) for the fused kernels that need exp
-// (softmax, log_softmax, logsumexp). std::exp does not vectorise without -ffast-math, and an
-// exp with clamps written on scalars is turned into branches, so these are explicit vectors.
+// Float vectors (GCC/Clang vector extensions; 8 lanes with AVX, else 4) for the fused kernels that
+// need exp (softmax, log_softmax, logsumexp). std::exp does not vectorise without -ffast-math, and
+// an exp with clamps written on scalars is turned into branches, so these are explicit vectors.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -82,7 +82,8 @@ inline void store_vec(T* p, fvec v) {
 // max that keeps NaN (as torch.max does), on scalars.
 template <class T>
 inline T max_nan(T a, T b) {
-  return (b > a || b != b) ? b : a;
+  const T m = b > a ? b : a;
+  return b != b ? b : m;
 }
 
 // Lane-wise max that keeps NaN (as torch.max does), and horizontal max / sum.

@@ -15,9 +15,12 @@ void scan(const Tensor& x, int64_t dim, T* out, Acc init, Op op) {
   int64_t outer = 1, R = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
     const int64_t n = x.impl()->sizes()[d].guard_int();
-    if (d < dim) outer *= n;
-    else if (d == dim) R = n;
-    else inner *= n;
+    if (d < dim)
+      outer *= n;
+    else if (d == dim)
+      R = n;
+    else
+      inner *= n;
   }
   if (outer * R * inner == 0) return;
   const T* in = static_cast<const T*>(x.data_ptr());

@@ -1,6 +1,7 @@
 #include "kiln/backend/cpu/reduce_softmax.h"
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "kiln/backend/cpu/reduce.h"
@@ -13,7 +14,7 @@ namespace {
 constexpr int64_t kSumBlock = 1024;
 
 // Rows of 16-bit types up to this length keep their exponentials in a float buffer.
-constexpr int64_t kScratchRow = 1 << 16;
+constexpr int64_t kScratchRow = int64_t{1} << 24;
 
 // One contiguous row in float vectors. exp(x - max) is computed once and kept in the output
 // (float32) or in `scratch` (16-bit types, when given), then rescaled; without a scratch buffer
@@ -21,8 +22,10 @@ constexpr int64_t kScratchRow = 1 << 16;
 template <class T>
 void row_float(const T* x, T* y, int64_t n, bool log, float* scratch) {
   float* keep = nullptr;
-  if constexpr (std::is_same_v<T, float>) keep = y;
-  else keep = scratch;
+  if constexpr (std::is_same_v<T, float>)
+    keep = y;
+  else
+    keep = scratch;
   if (log) keep = nullptr;
   int64_t i = 0;
   fvec mv = splat(-INFINITY);
@@ -83,8 +86,10 @@ void columns(const T* x, T* y, int64_t R, int64_t stride, int64_t w, A* m, A* s,
   for (int64_t i = 0; i < R; ++i)
     for (int64_t j = 0; j < w; ++j) m[j] = max_nan(m[j], static_cast<A>(x[i * stride + j]));
   auto ex = [](A v) {
-    if constexpr (std::is_same_v<A, float>) return exp_scalar(v);
-    else return std::exp(v);
+    if constexpr (std::is_same_v<A, float>)
+      return exp_scalar(v);
+    else
+      return std::exp(v);
   };
   for (int64_t i = 0; i < R; ++i) {
     const T* row = x + i * stride;
@@ -123,9 +128,12 @@ void softmax_as(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
   int64_t outer = 1, R = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
     const int64_t n = x.impl()->sizes()[d].guard_int();
-    if (d < dim) outer *= n;
-    else if (d == dim) R = n;
-    else inner *= n;
+    if (d < dim)
+      outer *= n;
+    else if (d == dim)
+      R = n;
+    else
+      inner *= n;
   }
   if (outer * R * inner == 0) return;
   const T* in = static_cast<const T*>(x.data_ptr());
@@ -133,12 +141,12 @@ void softmax_as(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
   if (inner == 1) {
     parallel_for(0, outer, std::max<int64_t>(1, kParallelGrain / R), [&](int64_t b, int64_t e) {
       constexpr bool k16 = !std::is_same_v<T, float> && !std::is_same_v<T, double>;
-      std::vector<float> scratch(k16 && !log && R <= kScratchRow ? R : 0);
+      std::unique_ptr<float[]> scratch(k16 && !log && R <= kScratchRow ? new float[R] : nullptr);
       for (int64_t r = b; r < e; ++r) {
         if constexpr (std::is_same_v<T, double>) {
           row_double(in + r * R, o + r * R, R, log);
         } else {
-          row_float(in + r * R, o + r * R, R, log, scratch.empty() ? nullptr : scratch.data());
+          row_float(in + r * R, o + r * R, R, log, scratch.get());
         }
       }
     });
