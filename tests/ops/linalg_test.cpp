@@ -319,6 +319,22 @@ TEST(Addmm, BetaZeroIgnoresNanAndScalesApply) {
   expect_close(baddbmm(s3, b1, b2, 2, 3), naive_matmul(b1, b2) * 3.0 + s3 * 2.0);
 }
 
+TEST(Addmm, TinyProductsSkipBlasWithTheSameResults) {
+  // At most 32 multiply-adds per matrix run a plain loop; alpha, beta, NaN-ignoring and
+  // transposed operands behave as on the BLAS path.
+  for (ScalarType dt : {kFloat64, kFloat32, kBFloat16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    Tensor a = make({2, 3}, dt).t(), b = make({2, 2}, dt).t(), bias = make({2}, dt);
+    const double tol = dt == kBFloat16 ? 5e-2 : 1e-5;
+    expect_close(addmm(bias, a, b, 0.5, 2), naive_matmul(a, b) * 2.0 + bias.to(kFloat64) * 0.5, tol,
+                 tol);
+    Tensor nan_self = full({3, 2}, std::numeric_limits<double>::quiet_NaN(), dt);
+    expect_close(addmm(nan_self, a, b, 0, 1), naive_matmul(a, b), tol, tol);
+    Tensor x = make({4, 1, 2}, dt).transpose(1, 2), y = make({4, 1, 3}, dt);
+    expect_close(bmm(x, y), naive_matmul(x, y), tol, tol);
+  }
+}
+
 TEST(Einsum, CommonFormsMatchReferences) {
   Tensor A = make({3, 4}, kFloat64), B = make({4, 5}, kFloat64), S = make({4, 4}, kFloat64);
   Tensor u = make({4}, kFloat64), v = make({6}, kFloat64);
@@ -338,6 +354,10 @@ TEST(Einsum, CommonFormsMatchReferences) {
   expect_close(einsum("...ij,jk", {X, B}), naive_matmul(X, B), 1e-12, 1e-12);
   expect_close(einsum("ij->", {A}), A.sum(), 1e-12, 1e-12);
   expect_close(einsum("ij->j", {A}), A.sum(Shape{0}), 1e-12, 1e-12);
+
+  Tensor same = einsum("ij->ij", {A});
+  EXPECT_FALSE(same.is_same(A));  // a new view, not the operand's handle
+  expect_close(same, A);
 
   Tensor diag = einsum("ii->i", {S});
   ASSERT_EQ(diag.sizes().vec(), Shape{4});

@@ -141,12 +141,16 @@ void softmax_as(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
   if (inner == 1) {
     parallel_for(0, outer, std::max<int64_t>(1, kParallelGrain / R), [&](int64_t b, int64_t e) {
       constexpr bool k16 = !std::is_same_v<T, float> && !std::is_same_v<T, double>;
-      std::unique_ptr<float[]> scratch(k16 && !log && R <= kScratchRow ? new float[R] : nullptr);
+      // Short rows use the stack: a heap allocation would cost as much as the row.
+      float local[1024];
+      const bool use_scratch = k16 && !log && R <= kScratchRow;
+      std::unique_ptr<float[]> heap(use_scratch && R > 1024 ? new float[R] : nullptr);
+      float* scratch = !use_scratch ? nullptr : R > 1024 ? heap.get() : local;
       for (int64_t r = b; r < e; ++r) {
         if constexpr (std::is_same_v<T, double>) {
           row_double(in + r * R, o + r * R, R, log);
         } else {
-          row_float(in + r * R, o + r * R, R, log, scratch.get());
+          row_float(in + r * R, o + r * R, R, log, scratch);
         }
       }
     });
