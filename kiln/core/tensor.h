@@ -289,6 +289,72 @@ class Tensor {
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
   Tensor operator[](int64_t index) const;
 
+  // ---- gather, scatter and index ops (ops/index.h) ----
+  Tensor gather(int64_t dim, const Tensor& index, bool sparse_grad = false) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src,
+                 const std::string& reduce) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value,
+                 const std::string& reduce) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value,
+                   const std::string& reduce);
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src,
+                        const std::string& reduce, bool include_self = true) const;
+  Tensor& scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
+                          const std::string& reduce, bool include_self = true);
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source,
+                   const Scalar& alpha = 1) const;
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source,
+                     const Scalar& alpha = 1);
+  Tensor index_copy(int64_t dim, const Tensor& index, const Tensor& source) const;
+  Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source);
+  Tensor index_fill(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor index_fill(int64_t dim, const Tensor& index, const Tensor& value) const;
+  Tensor& index_fill_(int64_t dim, const Tensor& index, const Scalar& value);
+  Tensor& index_fill_(int64_t dim, const Tensor& index, const Tensor& value);
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source);
+  Tensor take(const Tensor& index) const;
+  Tensor take_along_dim(const Tensor& indices, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor put(const Tensor& index, const Tensor& source, bool accumulate = false) const;
+  Tensor& put_(const Tensor& index, const Tensor& source, bool accumulate = false);
+  Tensor nonzero() const;
+  std::vector<Tensor> nonzero_numpy() const;
+
+  // ---- sorting and selection (ops/sort.h) ----
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> sort(std::optional<bool> stable, int64_t dim = -1,
+                                  bool descending = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(bool stable, int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true) const;
+  std::tuple<Tensor, Tensor> kthvalue(int64_t k, int64_t dim = -1, bool keepdim = false) const;
+  Tensor median() const;
+  std::tuple<Tensor, Tensor> median(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> mode(int64_t dim = -1, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> cummax(int64_t dim) const;
+  std::tuple<Tensor, Tensor> cummin(int64_t dim) const;
+  Tensor bincount(const std::optional<Tensor>& weights = std::nullopt,
+                  int64_t minlength = 0) const;
+  Tensor histc(int64_t bins = 100, const Scalar& min = 0, const Scalar& max = 0) const;
+
+  // ---- sparse CSR layout (ops/sparse.h) ----
+  bool is_sparse_csr() const;
+  Tensor to_sparse_csr() const;
+  Tensor to_dense() const;
+  Tensor crow_indices() const;
+  Tensor col_indices() const;
+  Tensor values() const;
+
   // ---- linear algebra (ops/linalg.h) ----
   Tensor matmul(const Tensor& other) const;
   Tensor mm(const Tensor& other) const;
