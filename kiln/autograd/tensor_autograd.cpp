@@ -69,6 +69,11 @@ Tensor Tensor::detach() const {
                                              i.storage_offset()));
 }
 
+void Tensor::set_data(const Tensor& new_data) const {
+  KILN_CHECK(new_data.defined(), "set_data: the new data is an undefined tensor");
+  checked()->shallow_copy_from(*new_data.impl());
+}
+
 Tensor& Tensor::detach_() {
   if (AutogradMeta* m = checked()->autograd_meta()) {
     m->grad_fn.reset();

@@ -70,6 +70,14 @@ Tensor make_output(const TensorSpec& s, const std::vector<Tensor>& inputs, bool 
                                              std::move(strides), 0));
 }
 
+// Kernels and meta functions read strided memory: sparse inputs must go through sparse ops.
+void check_strided(const OpDef& op, const std::vector<Tensor>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    KILN_CHECK(!inputs[i].defined() || inputs[i].impl()->layout() == Layout::Strided, op.name,
+               ": input ", i, " is a sparse CSR tensor, but the op takes strided (dense) tensors; "
+               "convert it with to_dense() or use kiln::sparse::mm");
+}
+
 bool any_meta(const std::vector<Tensor>& inputs) {
   for (const auto& t : inputs)
     if (t.defined() && (t.is_meta() || t.impl()->is_symbolic())) return true;
@@ -123,12 +131,14 @@ Tensor call_op1(const OpDef& op, std::vector<Tensor> inputs, const Attrs& attrs)
 
 std::vector<Tensor> run_meta(const OpDef& op, const std::vector<Tensor>& inputs,
                              const Attrs& attrs) {
+  check_strided(op, inputs);
   pick_device(op, inputs);
   return make_outputs(op, inputs, attrs, /*meta=*/true);
 }
 
 std::vector<Tensor> run_kernel(const OpDef& op, const std::vector<Tensor>& inputs,
                                const Attrs& attrs) {
+  check_strided(op, inputs);
   if (any_meta(inputs)) return run_meta(op, inputs, attrs);
   Device device = pick_device(op, inputs);
   const KernelFn& kernel = op.kernels[static_cast<int>(device.type)];

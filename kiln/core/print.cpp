@@ -255,6 +255,12 @@ PrintOptions get_printoptions() {
 
 std::string repr(const Tensor& tensor) {
   if (!tensor.defined()) return "[ Tensor (undefined) ]";
+  if (tensor.layout() == Layout::SparseCsr) {
+    return "tensor(crow_indices=" + repr(tensor.crow_indices()) + ",\n       col_indices=" +
+           repr(tensor.col_indices()) + ",\n       values=" + repr(tensor.values()) +
+           ", size=" + size_tuple(tensor) + ", nnz=" +
+           std::to_string(tensor.col_indices().numel().guard_int()) + ", layout=kiln.sparse_csr)";
+  }
   const PrintOptions opts = get_printoptions();
   const std::string prefix = "tensor(";
   const int indent = static_cast<int>(prefix.size());

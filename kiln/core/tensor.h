@@ -45,6 +45,8 @@ class Tensor {
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  // True when other has the same sizes and the same values (torch.equal).
+  bool equal(const Tensor& other) const;
   long use_count() const { return impl_.use_count(); }
 
   int64_t dim() const { return checked()->dim(); }
@@ -63,6 +65,7 @@ class Tensor {
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   bool is_contiguous() const { return checked()->is_contiguous(); }
   bool is_meta() const { return checked()->is_meta(); }
+  Layout layout() const { return checked()->layout(); }
   bool is_cpu() const { return device().is_cpu(); }
   bool is_cuda() const { return device().is_cuda(); }
   bool is_floating_point() const { return kiln::is_floating_point(dtype()); }
@@ -93,6 +96,9 @@ class Tensor {
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false) const;
   Tensor detach() const;
+  // Makes this tensor use new_data's storage, shape and dtype, keeping its autograd identity
+  // (how Module::to converts parameters in place).
+  void set_data(const Tensor& new_data) const;
   Tensor& detach_();
   void retain_grad() const;
   bool retains_grad() const;

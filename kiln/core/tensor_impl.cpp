@@ -57,6 +57,14 @@ void TensorImpl::set_sizes_and_strides(SymShape sizes, SymShape strides, SymInt 
   storage_offset_ = std::move(offset);
 }
 
+void TensorImpl::shallow_copy_from(const TensorImpl& other) {
+  storage_ = other.storage_;
+  sizes_ = other.sizes_;
+  strides_ = other.strides_;
+  storage_offset_ = other.storage_offset_;
+  dtype_ = other.dtype_;
+}
+
 SymShape contiguous_strides(const SymShape& sizes) {
   SymShape strides(sizes.size());
   SymInt acc = 1;

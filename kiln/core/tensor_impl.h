@@ -16,6 +16,12 @@ class Node;
 }
 struct AutogradMeta;  // kiln/core/autograd_meta.h
 
+// How a tensor's elements are stored: strided (dense) memory, or sparse CSR components
+// (kiln/core/sparse_csr.h). Ops take strided tensors unless they say otherwise.
+enum class Layout : int8_t { Strided, SparseCsr };
+inline constexpr Layout kStrided = Layout::Strided;
+inline constexpr Layout kSparseCsr = Layout::SparseCsr;
+
 class TensorImpl {
  public:
   TensorImpl(Storage storage, ScalarType dtype, SymShape sizes, SymShape strides,
@@ -31,6 +37,7 @@ class TensorImpl {
   int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
   SymInt numel() const;
   bool is_meta() const { return storage_->is_meta(); }
+  Layout layout() const { return layout_; }
   bool is_symbolic() const;
   bool is_contiguous() const;
   // Start of the first element (storage data + offset * element size). Null for meta tensors.
@@ -48,6 +55,11 @@ class TensorImpl {
   // For in-place metadata changes (resize, as_strided_, set_): keeps the handle's identity.
   void set_sizes_and_strides(SymShape sizes, SymShape strides, SymInt offset);
   void set_storage(Storage s) { storage_ = std::move(s); }
+  // Takes other's storage, geometry and dtype; keeps this tensor's autograd identity.
+  void shallow_copy_from(const TensorImpl& other);
+
+ protected:
+  void set_layout(Layout layout) { layout_ = layout; }
 
  private:
   Storage storage_;
@@ -56,6 +68,7 @@ class TensorImpl {
   SymInt storage_offset_;
   ScalarType dtype_;
   bool wrapped_number_ = false;
+  Layout layout_ = Layout::Strided;
   std::unique_ptr<AutogradMeta> autograd_meta_;
 };
 

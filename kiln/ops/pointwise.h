@@ -57,6 +57,8 @@ Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value);
 
 // ---- special values ----
 Tensor isnan(const Tensor& self);
+// Same sizes and equal values (NaN differs from everything, as in torch.equal).
+bool equal(const Tensor& self, const Tensor& other);
 Tensor isinf(const Tensor& self);
 Tensor isfinite(const Tensor& self);
 // NaN -> nan (0 by default), +-inf -> posinf/neginf (the dtype's extremes by default).
