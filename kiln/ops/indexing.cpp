@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kiln/core/error.h"
+#include "kiln/ops/index.h"
 #include "kiln/ops/ops.h"
 
 namespace kiln::indexing {
@@ -38,27 +39,41 @@ std::ostream& operator<<(std::ostream& os, const TensorIndex& i) {
 
 namespace {
 
-void check_basic(ArrayRef<TensorIndex> indices) {
-  for (const TensorIndex& i : indices) {
-    KILN_CHECK(!i.is_tensor(), "index: advanced indexing (a Tensor of shape ", i.tensor().sizes(),
-               " used as an index) is not supported yet; use integers, Slice, None, Ellipsis and "
-               "booleans, or index_select/gather/masked_select");
+// Index tensors of a bool mask: one int64 tensor per dim the mask covers (its nonzero coords).
+void add_mask(const Tensor& r, int64_t dim, const Tensor& mask, std::vector<Tensor>& out) {
+  for (int64_t d = 0; d < mask.dim(); ++d) {
+    KILN_CHECK(dim + d < r.dim() && mask.size(d) == r.size(dim + d),
+               "index: The shape of the mask ", mask.sizes(), " at index ", d,
+               " does not match the shape of the indexed tensor ", r.sizes(), " at index ",
+               dim + d);
   }
+  std::vector<Tensor> coords = mask.to(kBool).nonzero_numpy();
+  for (Tensor& c : coords) out.push_back(std::move(c));
+}
+
+// Dims an index consumes (a mask: its dims; None and Ellipsis none; booleans none).
+int64_t consumed_dims(const TensorIndex& i) {
+  if (i.is_integer() || i.is_slice()) return 1;
+  if (!i.is_tensor()) return 0;
+  const Tensor& t = i.tensor();
+  if (t.dtype() == kBool || t.dtype() == kUInt8) return t.dim();
+  return 1;
 }
 
 }  // namespace
 
-Tensor apply_basic_index(const Tensor& self, ArrayRef<TensorIndex> indices) {
-  check_basic(indices);
+SplitIndex split_index(const Tensor& self, ArrayRef<TensorIndex> indices) {
   int64_t specified = 0, ellipses = 0;
   for (const TensorIndex& i : indices) {
-    if (i.is_integer() || i.is_slice()) ++specified;
+    specified += consumed_dims(i);
     if (i.is_ellipsis()) ++ellipses;
   }
   KILN_CHECK(ellipses <= 1, "index: an index can only have a single ellipsis ('...')");
   KILN_CHECK(specified <= self.dim(), "index: too many indices for tensor of dimension ",
              self.dim());
   Tensor r = self;
+  std::vector<Tensor> tensors;  // per dim of r, undefined where no tensor applies
+  bool any_tensor = false;
   int64_t dim = 0;  // the dim of `r` the next index applies to
   for (const TensorIndex& i : indices) {
     switch (i.type()) {
@@ -91,11 +106,40 @@ Tensor apply_basic_index(const Tensor& self, ArrayRef<TensorIndex> indices) {
         r = r.slice(dim++, s.start(), s.stop(), step);
         break;
       }
-      case TensorIndexType::Tensor:
-        break;  // rejected by check_basic
+      case TensorIndexType::Tensor: {
+        const Tensor& t = i.tensor();
+        any_tensor = true;
+        tensors.resize(static_cast<size_t>(dim));
+        if (t.dtype() == kBool || t.dtype() == kUInt8) {
+          if (t.dim() == 0) {  // a 0-dim mask acts as x[True] / x[False]
+            r = r.unsqueeze(dim);
+            if (!t.item<bool>()) r = r.slice(dim, 0, 0);
+            ++dim;
+            break;
+          }
+          add_mask(r, dim, t, tensors);
+          dim += t.dim();
+        } else {
+          KILN_CHECK(t.dtype() == kInt64 || t.dtype() == kInt32,
+                     "index: tensors used as indices must be long, int, byte or bool tensors, "
+                     "got ",
+                     t.dtype());
+          tensors.push_back(t);
+          ++dim;
+        }
+        break;
+      }
     }
   }
-  return r;
+  if (!any_tensor) tensors.clear();
+  return {r, tensors};
+}
+
+Tensor apply_basic_index(const Tensor& self, ArrayRef<TensorIndex> indices) {
+  for (const TensorIndex& i : indices)
+    KILN_CHECK(!i.is_tensor(), "apply_basic_index: a Tensor index (shape ", i.tensor().sizes(),
+               ") needs advanced indexing; use Tensor::index");
+  return split_index(self, indices).view;
 }
 
 }  // namespace kiln::indexing
@@ -103,38 +147,21 @@ Tensor apply_basic_index(const Tensor& self, ArrayRef<TensorIndex> indices) {
 namespace kiln {
 
 Tensor Tensor::index(std::initializer_list<indexing::TensorIndex> indices) const {
-  return indexing::apply_basic_index(
-      *this, ArrayRef<indexing::TensorIndex>(indices.begin(), indices.size()));
+  return kiln::index(*this, std::vector<indexing::TensorIndex>(indices));
 }
 
 Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
-  return indexing::apply_basic_index(*this, indices);
+  return kiln::index(*this, indices);
 }
 
 Tensor Tensor::operator[](int64_t i) const { return index({indexing::TensorIndex(i)}); }
 
-namespace {
-Tensor index_target(Tensor& self, const std::vector<indexing::TensorIndex>& indices) {
-  KILN_CHECK(!(GradMode::is_enabled() && self.requires_grad() && self.is_leaf()),
-             "index_put_: a leaf Variable that requires grad is being used in an in-place "
-             "operation.");
-  return indexing::apply_basic_index(self, indices);
-}
-}  // namespace
-
 Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value) {
-  Tensor target = index_target(*this, indices);
-  // As PyTorch: leading size-1 dims of the value that the target lacks are dropped.
-  Tensor v = value;
-  while (v.dim() > target.dim() && v.size(0) == 1) v = v.select(0, 0);
-  target.copy_(v);
-  return *this;
+  return kiln::index_put_(*this, indices, value, false);
 }
 
 Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value) {
-  Tensor target = index_target(*this, indices);
-  target.fill_(value);
-  return *this;
+  return kiln::index_put_(*this, indices, scalar_tensor(value, TensorOptions(dtype())), false);
 }
 
 }  // namespace kiln

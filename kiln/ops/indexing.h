@@ -6,8 +6,14 @@
 //   x.index({Slice(1, None, 2)});         // x[1::2]
 //   x[i];                                 // x.select(0, i)
 //   x.index_put_({Slice(), 0}, 1.5);      // x[:, 0] = 1.5
+//   x.index({idx, Slice(), mask});        // advanced: int64/int32 index tensors, bool masks
+//   x.index_put_({mask}, 0.0);            // x[mask] = 0
 // Basic indices (integers, Slice, None, Ellipsis, true/false) give views that share x's storage.
-// Tensor indices (advanced indexing) are not supported yet: using one raises a kiln::Error.
+// Tensor indices (advanced indexing) follow PyTorch: basic indices apply first (integers select),
+// then the index tensors (a bool mask counts as its nonzero() coordinates) broadcast together;
+// their result dims replace the indexed dims when those are adjacent, and go first otherwise.
+// Negative indices count from the end. Advanced indexing copies; index_put_ with accumulate adds
+// at repeated indices (kiln::index_put_ in ops/index.h).
 #include <concepts>
 #include <optional>
 #include <ostream>
@@ -75,7 +81,16 @@ class TensorIndex {
 
 std::ostream& operator<<(std::ostream& os, const TensorIndex& index);
 
-// The view `self.index(indices)` names (PyTorch's applySlicing for basic indices).
+// The view `self.index(indices)` names (PyTorch's applySlicing for basic indices); tensor indices
+// are not allowed here.
 Tensor apply_basic_index(const Tensor& self, ArrayRef<TensorIndex> indices);
+
+// Basic indices applied as a view, and the index tensor (int64, undefined for none) applying to
+// each dim of that view; `indices` is empty when no tensor index was given.
+struct SplitIndex {
+  Tensor view;
+  std::vector<Tensor> indices;
+};
+SplitIndex split_index(const Tensor& self, ArrayRef<TensorIndex> indices);
 
 }  // namespace kiln::indexing
