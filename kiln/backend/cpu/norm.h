@@ -1,0 +1,26 @@
+#pragma once
+// CPU kernels of the normalisation ops. Inputs are dense float or double (lower precisions are
+// computed on a float copy); statistics accumulate in double in one pass over the data, shifted
+// by the first element so that large means do not cancel.
+#include <cstdint>
+
+namespace kiln::cpu {
+
+// Mean and 1/sqrt(var + eps) (biased variance) of `rows` contiguous rows of n elements.
+// centered = false: the root mean square instead (mean is left untouched, may be null).
+template <class T>
+void row_moments(const T* x, int64_t rows, int64_t n, bool centered, double eps, T* mean, T* rstd);
+
+// Per-channel mean and biased variance of x viewed as [outer, channels, inner].
+template <class T>
+void channel_moments(const T* x, int64_t outer, int64_t channels, int64_t inner, double* mean,
+                     double* var);
+
+// y = (x - mean[r]) * rstd[r] * w[c] + b[c] on x viewed as [rows, inner] where row r's channel
+// is (r % channels) and w/b are per channel (null: 1 and 0); `per_row` false applies w/b per
+// element of a row instead (layer norm: w/b span the row).
+template <class T>
+void affine_normalize(const T* x, T* y, int64_t rows, int64_t inner, const T* mean, const T* rstd,
+                      const T* w, const T* b, bool per_row_channel, int64_t channels);
+
+}  // namespace kiln::cpu

@@ -1,0 +1,247 @@
+// scaled_dot_product_attention, math implementation: one entry whose kernel runs the batched
+// products and the softmax, and whose backward is written with Kiln ops. Outputs: the attention
+// result and the attention probabilities (before dropout; fully masked rows are 0, as PyTorch's
+// math path gives). Dropout arrives as a precomputed noise tensor (0 or 1/(1-p)), so the entry
+// itself is deterministic.
+#include <cmath>
+
+#include "kiln/ops/meta.h"
+#include "kiln/ops/nn_util.h"
+#include "kiln/ops/ops.h"
+#include "kiln/ops/samples.h"
+
+namespace kiln {
+namespace {
+
+// inputs: query, key, value, attn_mask?, dropout_noise?; attrs: is_causal, scale?, enable_gqa.
+
+double resolve_scale(const Tensor& q, const Attrs& a) {
+  return a.is_none(1) ? 1.0 / std::sqrt(static_cast<double>(q.size(-1).guard_int())) : a.f(1);
+}
+
+// Key/value heads repeated so that each query head has its own (grouped-query attention).
+Tensor expand_heads(const Tensor& kv, const Tensor& q) {
+  if (kv.dim() < 3 || kv.size(-3) == q.size(-3)) return kv;
+  return kv.repeat_interleave(q.size(-3).guard_int() / kv.size(-3).guard_int(), -3);
+}
+
+std::vector<TensorSpec> sdpa_meta(const std::vector<Tensor>& in, const Attrs& a) {
+  const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3];
+  const char* op = "scaled_dot_product_attention";
+  KILN_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(), op,
+             ": expected query, key and value of the same rank >= 2, got ", q.sizes(), ", ",
+             k.sizes(), " and ", v.sizes());
+  KILN_CHECK(q.is_floating_point() && k.dtype() == q.dtype() && v.dtype() == q.dtype(), op,
+             ": expected query, key and value of the same floating dtype, got ", q.dtype(), ", ",
+             k.dtype(), " and ", v.dtype());
+  KILN_CHECK(q.size(-1) == k.size(-1), op,
+             ": query and key must have the same embedding size, got ", q.size(-1), " and ",
+             k.size(-1));
+  KILN_CHECK(k.size(-2) == v.size(-2), op,
+             ": key and value must have the same sequence length, got ", k.size(-2), " and ",
+             v.size(-2));
+  for (int64_t d = 0; d < q.dim() - 2; ++d) {
+    const bool heads = d == q.dim() - 3;
+    if (heads && a.b(2) && k.size(d) != q.size(d)) {
+      KILN_CHECK(k.size(d) == v.size(d) && q.size(d) % k.size(d) == 0, op,
+                 ": with enable_gqa the number of query heads (", q.size(d),
+                 ") must be a multiple of the number of key/value heads (", k.size(d), ")");
+      continue;
+    }
+    KILN_CHECK(k.size(d) == q.size(d) && v.size(d) == q.size(d), op,
+               ": query, key and value must agree in their batch dims, got ", q.sizes(), ", ",
+               k.sizes(), " and ", v.sizes(),
+               heads ? " (pass enable_gqa=true for fewer key/value heads)" : "");
+  }
+  SymShape probs = q.sym_sizes();
+  probs.back() = k.size(-2);
+  if (mask.defined()) {
+    KILN_CHECK(!a.b(0),
+               "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+               "is_causal=True");
+    KILN_CHECK(mask.dtype() == kBool || mask.dtype() == q.dtype(), op,
+               ": expected a bool mask or a mask of the query's dtype ", q.dtype(), ", got ",
+               mask.dtype());
+    meta::broadcast_shapes(op, {mask.sym_sizes(), probs});
+  }
+  SymShape out = q.sym_sizes();
+  out.back() = v.size(-1);
+  return {meta::spec(out, q.dtype(), q.device()), meta::spec(probs, q.dtype(), q.device())};
+}
+
+// The masked, scaled scores' softmax; rows with no allowed key are 0.
+Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, const Attrs& a) {
+  Tensor scores = matmul(q, k.transpose(-2, -1)) * resolve_scale(q, a);
+  if (a.b(0)) {
+    const int64_t l = q.size(-2).guard_int(), s = k.size(-2).guard_int();
+    Tensor allowed = ones({l, s}, TensorOptions(kBool)).tril();
+    scores = scores.masked_fill(allowed.logical_not(), -INFINITY);
+  } else if (mask.defined()) {
+    scores =
+        mask.dtype() == kBool ? scores.masked_fill(mask.logical_not(), -INFINITY) : scores + mask;
+  }
+  Tensor p = scores.softmax(-1);
+  if (a.b(0) || mask.defined()) p = p.masked_fill(scores.amax({-1}, true) == -INFINITY, 0);
+  return p;
+}
+
+void sdpa_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
+  NoGradGuard no_grad;
+  const Tensor& q = in[0];
+  const Tensor p = attention_probs(q, expand_heads(in[1], q), in[3], a);
+  const Tensor pd = in[4].defined() ? p * in[4] : p;
+  nn_util::store(out[0], matmul(pd, expand_heads(in[2], q)));
+  nn_util::store(out[1], p);
+}
+
+// Sums a gradient of repeated key/value heads back onto the shared heads.
+Tensor fold_heads(const Tensor& g, const Tensor& kv) {
+  if (kv.dim() < 3 || g.size(-3) == kv.size(-3)) return g;
+  const SymInt groups = g.size(-3) / kv.size(-3);
+  return g.unflatten(-3, {kv.size(-3), groups}).sum(IntArrayRef(int64_t{-3}));
+}
+
+std::vector<Tensor> sdpa_backward(const BackwardContext& c) {
+  const Tensor &q = c.input(0), &noise = c.input(4);
+  const Tensor k = expand_heads(c.input(1), q), v = expand_heads(c.input(2), q);
+  const Tensor& p = c.output(1);
+  const double scale = resolve_scale(q, c.attrs);
+  std::vector<Tensor> grads(5);
+  Tensor dp = c.grad(1);
+  if (c.grad(0).defined()) {
+    const Tensor& go = c.grad(0);
+    const Tensor pd = noise.defined() ? p * noise : p;
+    if (c.needs_grad(2)) grads[2] = fold_heads(matmul(pd.transpose(-2, -1), go), c.input(2));
+    const Tensor dpd = matmul(go, v.transpose(-2, -1));
+    if (c.needs_grad(4)) grads[4] = dpd * p;
+    const Tensor from_out = noise.defined() ? dpd * noise : dpd;
+    dp = dp.defined() ? dp + from_out : from_out;
+  }
+  if (!dp.defined()) return grads;
+  const Tensor ds = p * (dp - (dp * p).sum(IntArrayRef(int64_t{-1}), true));
+  if (c.needs_grad(0)) grads[0] = matmul(ds, k) * scale;
+  if (c.needs_grad(1)) grads[1] = fold_heads(matmul(ds.transpose(-2, -1), q) * scale, c.input(1));
+  if (c.needs_grad(3) && c.input(3).is_floating_point()) grads[3] = ds;
+  return grads;
+}
+
+std::vector<OpSample> sdpa_samples(ScalarType dt) {
+  auto mk = [&](std::vector<int64_t> s, bool nc = false) {
+    return samples::make(s, dt, -1, 1, nc);
+  };
+  const std::monostate none;
+  Tensor bool_mask = tensor(std::vector<double>{1, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1})
+                         .view({3, 5})
+                         .to(kBool);
+  Tensor noise =
+      tensor(std::vector<double>{2, 0, 2, 2, 0, 0, 2, 2, 2, 2, 2, 2, 0, 2, 2}).view({3, 5}).to(dt);
+  return {
+      {{mk({2, 3, 4}), mk({2, 5, 4}), mk({2, 5, 6}), Tensor(), Tensor()},
+       {false, none, false},
+       "3-d"},
+      {{mk({1, 2, 4, 3}), mk({1, 2, 4, 3}), mk({1, 2, 4, 3}), Tensor(), Tensor()},
+       {true, none, false},
+       "causal"},
+      {{mk({2, 3, 4}), mk({2, 5, 4}), mk({2, 5, 4}), bool_mask, Tensor()},
+       {false, none, false},
+       "broadcast bool mask"},
+      {{mk({2, 3, 4}), mk({2, 5, 4}), mk({2, 5, 4}), mk({2, 3, 5}), Tensor()},
+       {false, 0.3, false},
+       "float mask, scale"},
+      {{mk({1, 4, 3, 2}), mk({1, 2, 5, 2}), mk({1, 2, 5, 3}), Tensor(), Tensor()},
+       {false, none, true},
+       "grouped-query"},
+      {{mk({3, 4}, true), mk({5, 4}), mk({4, 5}).t(), Tensor(), noise},
+       {false, none, false},
+       "2-d, non-contiguous, dropout noise"},
+      {{mk({3, 0}), mk({5, 0}), mk({5, 2}), Tensor(), Tensor()},
+       {false, 1.0, false},
+       "zero embedding size"},
+  };
+}
+
+std::vector<Tensor> sdpa_reference(const std::vector<Tensor>& in, const Attrs& a) {
+  const Tensor &q = in[0], &k = in[1], &v = in[2];
+  const int64_t l = q.size(-2).guard_int(), e = q.size(-1).guard_int();
+  const int64_t s = k.size(-2).guard_int(), ev = v.size(-1).guard_int();
+  int64_t bq = 1;
+  for (int64_t d = 0; d < q.dim() - 2; ++d) bq *= q.size(d).guard_int();
+  const int64_t hq = q.dim() >= 3 ? q.size(-3).guard_int() : 1;
+  const int64_t hk = k.dim() >= 3 ? k.size(-3).guard_int() : 1;
+  const double scale = resolve_scale(q, a);
+  const std::vector<double> qd = nn_util::to_doubles(q), kd = nn_util::to_doubles(k),
+                            vd = nn_util::to_doubles(v);
+  SymShape probs_shape = q.sym_sizes();
+  probs_shape.back() = k.size(-2);
+  std::vector<double> mask, noise;
+  if (in[3].defined()) mask = nn_util::to_doubles(in[3].expand(probs_shape));
+  if (in[4].defined()) noise = nn_util::to_doubles(in[4].expand(probs_shape));
+  std::vector<double> out(bq * l * ev, 0.0), probs(bq * l * s, 0.0);
+  for (int64_t b = 0; b < bq; ++b) {
+    const int64_t bk = (b / hq) * hk + (b % hq) / (hq / hk);
+    for (int64_t i = 0; i < l; ++i) {
+      std::vector<double> sc(s);
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < s; ++j) {
+        double dot = 0;
+        for (int64_t t = 0; t < e; ++t) dot += qd[(b * l + i) * e + t] * kd[(bk * s + j) * e + t];
+        sc[j] = dot * scale;
+        const size_t m = (b * l + i) * s + j;
+        if (a.b(0) && j > i) sc[j] = -INFINITY;
+        if (!mask.empty())
+          sc[j] = in[3].dtype() == kBool ? (mask[m] != 0 ? sc[j] : -INFINITY) : sc[j] + mask[m];
+        mx = std::max(mx, sc[j]);
+      }
+      if (mx == -INFINITY) continue;
+      double sum = 0;
+      for (int64_t j = 0; j < s; ++j) sum += std::exp(sc[j] - mx);
+      for (int64_t j = 0; j < s; ++j) {
+        const size_t m = (b * l + i) * s + j;
+        probs[m] = std::exp(sc[j] - mx) / sum;
+        const double pd = probs[m] * (noise.empty() ? 1.0 : noise[m]);
+        for (int64_t t = 0; t < ev; ++t)
+          out[(b * l + i) * ev + t] += pd * vd[(bk * s + j) * ev + t];
+      }
+    }
+  }
+  std::vector<int64_t> out_shape = nn_util::concrete_sizes(q);
+  out_shape.back() = ev;
+  return {nn_util::from_doubles(out, out_shape),
+          nn_util::from_doubles(probs, SymIntArrayRef(probs_shape).vec())};
+}
+
+}  // namespace
+
+KILN_REGISTER_OP(scaled_dot_product_attention)
+    .schema(
+        "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
+        "Tensor? dropout_noise, bool is_causal=False, float? scale=None, bool enable_gqa=False) "
+        "-> (Tensor out, Tensor attn)")
+    .meta(sdpa_meta)
+    .cpu(sdpa_kernel)
+    .save_outputs(true)
+    .backward(sdpa_backward)
+    .samples(sdpa_samples)
+    .reference(sdpa_reference)
+    .dtypes(nn_util::kNNDtypes)
+    .lowering("extern:scaled_dot_product_attention");
+
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
+                                    std::optional<double> scale, bool enable_gqa) {
+  static const OpDef& op = get_op("scaled_dot_product_attention");
+  KILN_CHECK(dropout_p >= 0 && dropout_p <= 1,
+             "scaled_dot_product_attention: dropout_p must be in [0, 1], got ", dropout_p);
+  Tensor noise;
+  if (dropout_p > 0) {
+    SymShape shape = query.sym_sizes();
+    shape.back() = key.size(-2);
+    noise = dropout_p >= 1
+                ? zeros(shape, query.options())
+                : bernoulli(zeros(shape, query.options()), 1 - dropout_p) / (1 - dropout_p);
+  }
+  return call_op(op, {query, key, value, attn_mask, noise},
+                 {is_causal, opt_attr(scale), enable_gqa})[0];
+}
+
+}  // namespace kiln
