@@ -1,0 +1,149 @@
+#include "kiln/ops/pool_linear.h"
+
+#include "kiln/ops/meta.h"
+#include "kiln/ops/ops.h"
+#include "kiln/ops/pool_util.h"
+#include "kiln/ops/samples.h"
+
+namespace kiln::pool {
+namespace {
+
+// The forward entry's attrs with the input sizes appended: the adjoint's attrs.
+Attrs with_sizes(const Attrs& a, const SymShape& sizes) {
+  std::vector<AttrValue> v;
+  for (size_t i = 0; i < a.size(); ++i) v.push_back(a[i]);
+  v.push_back(sizes);
+  return Attrs(std::move(v));
+}
+Attrs without_sizes(const Attrs& a) {
+  std::vector<AttrValue> v;
+  for (size_t i = 0; i + 1 < a.size(); ++i) v.push_back(a[i]);
+  return Attrs(std::move(v));
+}
+
+// y = M x (forward) or x = M^T y (adjoint, accumulate) for each plane.
+void apply(const SeparableDef& def, const Attrs& a, const Tensor& src, Tensor& dst, bool adjoint) {
+  const Tensor s = to_compute(src);
+  const Tensor& big = adjoint ? dst : s;    // the input side [.., H, W]
+  const Tensor& small = adjoint ? s : dst;  // the output side [.., OH, OW]
+  const int64_t H = big.size(2).guard_int(), W = big.size(3).guard_int();
+  const int64_t OH = small.size(2).guard_int(), OW = small.size(3).guard_int();
+  const Taps th = def.taps(a, 0, H, OH), tw = def.taps(a, 1, W, OW);
+  KILN_CHECK(th.outputs() == OH && tw.outputs() == OW, def.name, ": internal tap count mismatch");
+  const int64_t planes = s.size(0).guard_int() * s.size(1).guard_int();
+  compute_into(dst, [&](Tensor& r) {
+    visit_compute(r.dtype(), [&]<class T>(T) {
+      const T* ps = s.data_ptr<T>();
+      T* pr = r.data_ptr<T>();
+      const int64_t in_plane = adjoint ? OH * OW : H * W, out_plane = adjoint ? H * W : OH * OW;
+      for_planes(planes, (OH * OW) * 4, [&](int64_t p) {
+        const T* x = ps + p * in_plane;
+        T* y = pr + p * out_plane;
+        if (adjoint) std::fill(y, y + out_plane, T(0));
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            using Acc = double;
+            Acc acc = 0;
+            const T g = adjoint ? x[oh * OW + ow] : T(0);
+            for (int64_t i = th.begin[oh]; i < th.begin[oh + 1]; ++i)
+              for (int64_t j = tw.begin[ow]; j < tw.begin[ow + 1]; ++j) {
+                const Acc w = th.weight[i] * tw.weight[j];
+                const int64_t at = th.index[i] * W + tw.index[j];
+                if (adjoint)
+                  y[at] += static_cast<T>(w * g);
+                else
+                  acc += w * x[at];
+              }
+            if (!adjoint) y[oh * OW + ow] = static_cast<T>(acc);
+          }
+      });
+    });
+  });
+}
+
+// The adjoint's reference: column j of M^T g is <M e_j, g>, with M from the forward reference.
+std::vector<Tensor> adjoint_reference(const SeparableDef& def, const std::vector<Tensor>& in,
+                                      const Attrs& a) {
+  const Attrs fa = without_sizes(a);
+  const SymShape sizes = a.shape(a.size() - 1);
+  Tensor g = in[0].to(kFloat64).contiguous();
+  Tensor out = zeros(sizes, kFloat64);
+  Tensor e = zeros(sizes, kFloat64);
+  for (int64_t j = 0; j < out.numel(); ++j) {
+    e.data_ptr<double>()[j] = 1;
+    Tensor y = def.reference({e}, fa)[0].contiguous();
+    double dot = 0;
+    for (int64_t k = 0; k < y.numel(); ++k)
+      dot += y.data_ptr<double>()[k] * g.data_ptr<double>()[k];
+    out.data_ptr<double>()[j] = dot;
+    e.data_ptr<double>()[j] = 0;
+  }
+  return {out};
+}
+
+}  // namespace
+
+Tensor call_separable(const char* name, const Tensor& input, const Attrs& attrs) {
+  return call_op1(get_op(name), {input}, attrs);
+}
+
+bool register_separable(const SeparableDef& def) {
+  const std::string bname = def.name + "_backward";
+  register_op(def.name)
+      .schema(def.schema)
+      .meta([def](const std::vector<Tensor>& in, const Attrs& a) {
+        return std::vector<TensorSpec>{
+            meta::spec(def.output_sizes(in[0], a), in[0].dtype(), in[0].device())};
+      })
+      .cpu([def](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
+        apply(def, a, in[0], out[0], false);
+      })
+      .save_metadata()
+      .backward([bname](const BackwardContext& c) {
+        return std::vector<Tensor>{
+            call_op1(get_op(bname), {c.grad()}, with_sizes(c.attrs, c.input(0).sym_sizes()))};
+      })
+      .samples(def.samples)
+      .reference(def.reference)
+      .dtypes({kFloat64, kFloat32, kBFloat16})
+      .lowering("extern:" + def.name);
+  register_op(bname)
+      .schema(def.name + "_backward(Tensor grad, <" + def.name + " attrs>, SymInt[] input_sizes)")
+      .meta([def](const std::vector<Tensor>& in, const Attrs& a) {
+        const SymShape sizes = a.shape(a.size() - 1);
+        KILN_CHECK(sizes.size() == 4 && in[0].dim() == 4, def.name,
+                   "_backward: expected a 4-D gradient and input sizes, got ", in[0].sizes(),
+                   " and ", sizes);
+        const SymShape expected =
+            def.output_sizes(empty_meta(sizes, in[0].dtype()), without_sizes(a));
+        KILN_CHECK(in[0].sym_sizes() == expected, def.name, "_backward: expected a gradient of ",
+                   "size ", expected, ", but got ", in[0].sizes());
+        return std::vector<TensorSpec>{meta::spec(sizes, in[0].dtype(), in[0].device())};
+      })
+      .cpu([def](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
+        apply(def, without_sizes(a), in[0], out[0], true);
+      })
+      .save_metadata()
+      .backward([def](const BackwardContext& c) {
+        return std::vector<Tensor>{call_op1(get_op(def.name), {c.grad()}, without_sizes(c.attrs))};
+      })
+      .samples([def](ScalarType dt) {
+        std::vector<OpSample> out;
+        for (const OpSample& s : def.samples(dt)) {
+          const SymShape in_sizes = s.inputs[0].sym_sizes();
+          const SymShape out_sizes = def.output_sizes(s.inputs[0], s.attrs);
+          std::vector<int64_t> shape;
+          for (const SymInt& v : out_sizes) shape.push_back(v.guard_int());
+          out.push_back({{samples::make(shape, dt)}, with_sizes(s.attrs, in_sizes), s.desc});
+        }
+        return out;
+      })
+      .reference([def](const std::vector<Tensor>& in, const Attrs& a) {
+        return adjoint_reference(def, in, a);
+      })
+      .dtypes({kFloat64, kFloat32})
+      .lowering("extern:" + bname);
+  return true;
+}
+
+}  // namespace kiln::pool
