@@ -1,0 +1,67 @@
+#pragma once
+// nn::init: in-place initialisers with PyTorch's names, fan computation and gains. They run
+// without recording autograd history and return the tensor they filled.
+#include <cstdint>
+#include <tuple>
+
+#include "kiln/core/scalar.h"
+#include "kiln/core/tensor.h"
+
+namespace kiln {
+
+enum class FanMode { FanIn, FanOut };
+inline constexpr FanMode kFanIn = FanMode::FanIn;
+inline constexpr FanMode kFanOut = FanMode::FanOut;
+
+enum class Nonlinearity {
+  Linear,
+  Conv1D,
+  Conv2D,
+  Conv3D,
+  ConvTranspose1D,
+  ConvTranspose2D,
+  ConvTranspose3D,
+  Sigmoid,
+  Tanh,
+  ReLU,
+  LeakyReLU,
+  SELU
+};
+inline constexpr Nonlinearity kLinear = Nonlinearity::Linear;
+inline constexpr Nonlinearity kConv1D = Nonlinearity::Conv1D;
+inline constexpr Nonlinearity kConv2D = Nonlinearity::Conv2D;
+inline constexpr Nonlinearity kConv3D = Nonlinearity::Conv3D;
+inline constexpr Nonlinearity kSigmoid = Nonlinearity::Sigmoid;
+inline constexpr Nonlinearity kTanh = Nonlinearity::Tanh;
+inline constexpr Nonlinearity kReLU = Nonlinearity::ReLU;
+inline constexpr Nonlinearity kLeakyReLU = Nonlinearity::LeakyReLU;
+inline constexpr Nonlinearity kSELU = Nonlinearity::SELU;
+
+}  // namespace kiln
+
+namespace kiln::nn::init {
+
+// The recommended gain for a nonlinearity (param is LeakyReLU's negative slope).
+double calculate_gain(Nonlinearity nonlinearity, double param = 0.01);
+// (fan_in, fan_out) of a weight: dims 1 and 0 times the receptive field (dims 2...).
+std::tuple<int64_t, int64_t> _calculate_fan_in_and_fan_out(const Tensor& tensor);
+
+Tensor uniform_(Tensor tensor, double low = 0, double high = 1);
+Tensor normal_(Tensor tensor, double mean = 0, double std = 1);
+// Normal(mean, std) restricted to [a, b] (inverse-CDF sampling, as PyTorch).
+Tensor trunc_normal_(Tensor tensor, double mean = 0, double std = 1, double a = -2, double b = 2);
+Tensor constant_(Tensor tensor, const Scalar& value);
+Tensor zeros_(Tensor tensor);
+Tensor ones_(Tensor tensor);
+Tensor eye_(Tensor matrix);
+Tensor dirac_(Tensor tensor, int64_t groups = 1);
+Tensor xavier_uniform_(Tensor tensor, double gain = 1);
+Tensor xavier_normal_(Tensor tensor, double gain = 1);
+Tensor kaiming_uniform_(Tensor tensor, double a = 0, FanMode mode = kFanIn,
+                        Nonlinearity nonlinearity = kLeakyReLU);
+Tensor kaiming_normal_(Tensor tensor, double a = 0, FanMode mode = kFanIn,
+                       Nonlinearity nonlinearity = kLeakyReLU);
+// A (semi-)orthogonal matrix from the QR decomposition of a Gaussian matrix, times gain.
+Tensor orthogonal_(Tensor tensor, double gain = 1);
+
+}  // namespace kiln::nn::init

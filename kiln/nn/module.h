@@ -1,0 +1,125 @@
+#pragma once
+// nn::Module: the base of every layer and model, with libtorch's interface. A module owns
+// named parameters (tensors that require grad and that optimizers update), buffers (state
+// such as BatchNorm's running statistics) and child modules; the names compose into the
+// dotted paths of named_parameters() and state_dict() ("encoder.layers.0.linear1.weight").
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kiln/core/tensor.h"
+#include "kiln/nn/ordered_dict.h"
+
+namespace kiln::nn {
+
+template <class Contained>
+class ModuleHolder;
+
+// What load_state_dict found, by name (PyTorch's _IncompatibleKeys plus shape mismatches).
+struct LoadStateDictResult {
+  std::vector<std::string> missing_keys;
+  std::vector<std::string> unexpected_keys;
+  std::vector<std::string> mismatched_keys;  // "name: expected [3, 4], got [4, 3]"
+  bool ok() const {
+    return missing_keys.empty() && unexpected_keys.empty() && mismatched_keys.empty();
+  }
+};
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  Module();
+  explicit Module(std::string name);
+  Module(const Module&) = default;
+  Module& operator=(const Module&) = default;
+  virtual ~Module() = default;
+
+  // The type's name ("kiln::nn::Linear", or the user's class name without a trailing "Impl").
+  const std::string& name() const;
+
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_buffers(bool recurse = true) const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  OrderedDict<std::string, std::shared_ptr<Module>> named_children() const;
+  // This module (first, when include_self) and every descendant, depth first.
+  std::vector<std::shared_ptr<Module>> modules(bool include_self = true);
+  OrderedDict<std::string, std::shared_ptr<Module>> named_modules(const std::string& prefix = "",
+                                                                  bool include_self = true);
+
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  virtual bool is_training() const { return is_training_; }
+
+  // Converts parameters and buffers in place (tensors keep their identity, as in libtorch).
+  virtual void to(Device device, ScalarType dtype, bool non_blocking = false);
+  virtual void to(ScalarType dtype, bool non_blocking = false);
+  virtual void to(Device device, bool non_blocking = false);
+
+  virtual void zero_grad(bool set_to_none = true);
+  void apply(const std::function<void(Module&)>& fn);
+  void apply(const std::function<void(const std::string&, Module&)>& fn,
+             const std::string& prefix = "");
+
+  // Parameters and buffers by dotted name (buffers registered as non-persistent are left out).
+  OrderedDict<std::string, Tensor> state_dict() const;
+  // Copies values into this module's tensors. With strict, any missing, unexpected or
+  // mismatched key raises one error that lists them all; otherwise they are returned.
+  LoadStateDictResult load_state_dict(const OrderedDict<std::string, Tensor>& state,
+                                      bool strict = true);
+
+  // One line describing this module (children are printed by operator<<).
+  virtual void pretty_print(std::ostream& stream) const;
+
+  Tensor& register_parameter(std::string name, Tensor tensor, bool requires_grad = true);
+  Tensor& register_buffer(std::string name, Tensor tensor, bool persistent = true);
+  template <class M>
+  std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
+    add_child(std::move(name), module);
+    return module;
+  }
+  template <class M>
+  std::shared_ptr<M> register_module(std::string name, ModuleHolder<M> holder) {
+    return register_module(std::move(name), holder.ptr());
+  }
+  template <class M>
+  std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> module) {
+    children_[name] = module;
+    return module;
+  }
+  template <class M>
+  std::shared_ptr<M> replace_module(const std::string& name, ModuleHolder<M> holder) {
+    return replace_module(name, holder.ptr());
+  }
+  void unregister_module(const std::string& name);
+
+  // The named tensors and children, for modules that need to reach them directly.
+  const OrderedDict<std::string, Tensor>& local_parameters() const { return parameters_; }
+  const OrderedDict<std::string, Tensor>& local_buffers() const { return buffers_; }
+
+  template <class M>
+  M* as() {
+    return dynamic_cast<M*>(this);
+  }
+
+ private:
+  void add_child(std::string name, std::shared_ptr<Module> child);
+  void collect_named(const std::string& prefix, bool buffers, bool persistent_only,
+                     OrderedDict<std::string, Tensor>& out) const;
+  void print_tree(std::ostream& stream, int indent) const;
+  friend std::ostream& operator<<(std::ostream& stream, const Module& module);
+
+  mutable std::string name_;
+  OrderedDict<std::string, Tensor> parameters_{"Parameter"};
+  OrderedDict<std::string, Tensor> buffers_{"Buffer"};
+  std::vector<std::string> non_persistent_buffers_;
+  OrderedDict<std::string, std::shared_ptr<Module>> children_{"Submodule"};
+  bool is_training_ = true;
+};
+
+// Prints the module tree like PyTorch: "Net(\n  (fc1): kiln::nn::Linear(...)\n)".
+std::ostream& operator<<(std::ostream& stream, const Module& module);
+
+}  // namespace kiln::nn

@@ -1,0 +1,127 @@
+#include "kiln/nn/modules/pooling.h"
+
+#include <ostream>
+
+#include "kiln/ops/conv.h"
+#include "kiln/ops/ops.h"
+
+namespace kiln::nn {
+namespace {
+
+template <size_t D>
+void print_list(std::ostream& stream, const char* label, const ExpandingArray<D>& a) {
+  stream << label << "=[";
+  for (size_t d = 0; d < D; ++d) stream << (d ? ", " : "") << a[d];
+  stream << "]";
+}
+
+}  // namespace
+
+template <size_t D>
+Tensor MaxPoolNdImpl<D>::forward(const Tensor& input) const {
+  return std::get<0>(forward_with_indices(input));
+}
+
+template <size_t D>
+std::tuple<Tensor, Tensor> MaxPoolNdImpl<D>::forward_with_indices(const Tensor& input) const {
+  const auto& o = options;
+  if constexpr (D == 1) {
+    return max_pool1d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
+                                   o.ceil_mode());
+  } else {
+    return max_pool2d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
+                                   o.ceil_mode());
+  }
+}
+
+template <size_t D>
+void MaxPoolNdImpl<D>::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::MaxPool" << D << "d(";
+  print_list(stream, "kernel_size", options.kernel_size());
+  print_list(stream, ", stride", options.stride());
+  print_list(stream, ", padding", options.padding());
+  print_list(stream, ", dilation", options.dilation());
+  stream << ", ceil_mode=" << (options.ceil_mode() ? "true" : "false") << ")";
+}
+
+template <size_t D>
+Tensor AvgPoolNdImpl<D>::forward(const Tensor& input) const {
+  const auto& o = options;
+  if constexpr (D == 1) {
+    return avg_pool1d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
+                      o.count_include_pad());
+  } else {
+    return avg_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
+                      o.count_include_pad(), o.divisor_override());
+  }
+}
+
+template <size_t D>
+void AvgPoolNdImpl<D>::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::AvgPool" << D << "d(";
+  print_list(stream, "kernel_size", options.kernel_size());
+  print_list(stream, ", stride", options.stride());
+  print_list(stream, ", padding", options.padding());
+  stream << ")";
+}
+
+template <size_t D, bool Max>
+Tensor AdaptivePoolNdImpl<D, Max>::forward(const Tensor& input) const {
+  if constexpr (Max) {
+    return std::get<0>(forward_with_indices(input));
+  } else if constexpr (D == 1) {
+    return adaptive_avg_pool1d(input, output_size);
+  } else {
+    return adaptive_avg_pool2d(input, output_size);
+  }
+}
+
+template <size_t D, bool Max>
+std::tuple<Tensor, Tensor> AdaptivePoolNdImpl<D, Max>::forward_with_indices(
+    const Tensor& input) const requires Max {
+  if constexpr (D == 1) return adaptive_max_pool1d(input, output_size);
+  return adaptive_max_pool2d(input, output_size);
+}
+
+template <size_t D, bool Max>
+void AdaptivePoolNdImpl<D, Max>::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::Adaptive" << (Max ? "Max" : "Avg") << "Pool" << D << "d(";
+  print_list(stream, "output_size", output_size);
+  stream << ")";
+}
+
+template class MaxPoolNdImpl<1>;
+template class MaxPoolNdImpl<2>;
+template class AvgPoolNdImpl<1>;
+template class AvgPoolNdImpl<2>;
+template class AdaptivePoolNdImpl<1, false>;
+template class AdaptivePoolNdImpl<2, false>;
+template class AdaptivePoolNdImpl<1, true>;
+template class AdaptivePoolNdImpl<2, true>;
+
+Tensor UpsampleImpl::forward(const Tensor& input) const {
+  return interpolate(input, options.size(), options.scale_factor(), options.mode(),
+                     options.align_corners());
+}
+
+void UpsampleImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::Upsample(mode=" << options.mode() << ")";
+}
+
+Tensor PixelShuffleImpl::forward(const Tensor& input) const {
+  return pixel_shuffle(input, upscale_factor);
+}
+
+void PixelShuffleImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::PixelShuffle(upscale_factor=" << upscale_factor << ")";
+}
+
+Tensor PixelUnshuffleImpl::forward(const Tensor& input) const {
+  return pixel_unshuffle(input, downscale_factor);
+}
+
+void PixelUnshuffleImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::PixelUnshuffle(downscale_factor=" << downscale_factor << ")";
+}
+
+}  // namespace kiln::nn

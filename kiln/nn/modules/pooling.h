@@ -1,0 +1,138 @@
+#pragma once
+// Pooling, upsampling and pixel-shuffle layers.
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kiln/core/arg.h"
+#include "kiln/nn/module.h"
+#include "kiln/nn/module_holder.h"
+#include "kiln/nn/modules/expanding_array.h"
+
+namespace kiln::nn {
+
+template <size_t D>
+struct MaxPoolOptions {
+  MaxPoolOptions(ExpandingArray<D> kernel_size)  // NOLINT: MaxPool2d(2)
+      : kernel_size_(kernel_size), stride_(kernel_size) {}
+  KILN_ARG(ExpandingArray<D>, kernel_size);
+  KILN_ARG(ExpandingArray<D>, stride);  // defaults to kernel_size
+  KILN_ARG(ExpandingArray<D>, padding) = 0;
+  KILN_ARG(ExpandingArray<D>, dilation) = 1;
+  KILN_ARG(bool, ceil_mode) = false;
+};
+
+template <size_t D>
+class MaxPoolNdImpl : public Module {
+ public:
+  explicit MaxPoolNdImpl(const MaxPoolOptions<D>& options) : options(options) {}
+  Tensor forward(const Tensor& input) const;
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input) const;
+  void pretty_print(std::ostream& stream) const override;
+  MaxPoolOptions<D> options;
+};
+class MaxPool1dImpl : public MaxPoolNdImpl<1> {
+  using MaxPoolNdImpl::MaxPoolNdImpl;
+};
+class MaxPool2dImpl : public MaxPoolNdImpl<2> {
+  using MaxPoolNdImpl::MaxPoolNdImpl;
+};
+KILN_MODULE(MaxPool1d);
+KILN_MODULE(MaxPool2d);
+using MaxPool1dOptions = MaxPoolOptions<1>;
+using MaxPool2dOptions = MaxPoolOptions<2>;
+
+template <size_t D>
+struct AvgPoolOptions {
+  AvgPoolOptions(ExpandingArray<D> kernel_size)  // NOLINT
+      : kernel_size_(kernel_size), stride_(kernel_size) {}
+  KILN_ARG(ExpandingArray<D>, kernel_size);
+  KILN_ARG(ExpandingArray<D>, stride);
+  KILN_ARG(ExpandingArray<D>, padding) = 0;
+  KILN_ARG(bool, ceil_mode) = false;
+  KILN_ARG(bool, count_include_pad) = true;
+  KILN_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
+};
+
+template <size_t D>
+class AvgPoolNdImpl : public Module {
+ public:
+  explicit AvgPoolNdImpl(const AvgPoolOptions<D>& options) : options(options) {}
+  Tensor forward(const Tensor& input) const;
+  void pretty_print(std::ostream& stream) const override;
+  AvgPoolOptions<D> options;
+};
+class AvgPool1dImpl : public AvgPoolNdImpl<1> {
+  using AvgPoolNdImpl::AvgPoolNdImpl;
+};
+class AvgPool2dImpl : public AvgPoolNdImpl<2> {
+  using AvgPoolNdImpl::AvgPoolNdImpl;
+};
+KILN_MODULE(AvgPool1d);
+KILN_MODULE(AvgPool2d);
+using AvgPool1dOptions = AvgPoolOptions<1>;
+using AvgPool2dOptions = AvgPoolOptions<2>;
+
+// Adaptive pools take the output size; Max variants can also return the argmax indices.
+template <size_t D, bool Max>
+class AdaptivePoolNdImpl : public Module {
+ public:
+  AdaptivePoolNdImpl(ExpandingArray<D> output_size) : output_size(output_size) {}  // NOLINT
+  Tensor forward(const Tensor& input) const;
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input) const requires Max;
+  void pretty_print(std::ostream& stream) const override;
+  ExpandingArray<D> output_size;
+};
+class AdaptiveAvgPool1dImpl : public AdaptivePoolNdImpl<1, false> {
+  using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
+};
+class AdaptiveAvgPool2dImpl : public AdaptivePoolNdImpl<2, false> {
+  using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
+};
+class AdaptiveMaxPool1dImpl : public AdaptivePoolNdImpl<1, true> {
+  using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
+};
+class AdaptiveMaxPool2dImpl : public AdaptivePoolNdImpl<2, true> {
+  using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
+};
+KILN_MODULE(AdaptiveAvgPool1d);
+KILN_MODULE(AdaptiveAvgPool2d);
+KILN_MODULE(AdaptiveMaxPool1d);
+KILN_MODULE(AdaptiveMaxPool2d);
+
+struct UpsampleOptions {
+  KILN_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
+  KILN_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
+  KILN_ARG(std::string, mode) = "nearest";  // "nearest", "linear" or "bilinear"
+  KILN_ARG(std::optional<bool>, align_corners) = std::nullopt;
+};
+
+class UpsampleImpl : public Module {
+ public:
+  explicit UpsampleImpl(const UpsampleOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input) const;
+  void pretty_print(std::ostream& stream) const override;
+  UpsampleOptions options;
+};
+KILN_MODULE(Upsample);
+
+class PixelShuffleImpl : public Module {
+ public:
+  explicit PixelShuffleImpl(int64_t upscale_factor) : upscale_factor(upscale_factor) {}
+  Tensor forward(const Tensor& input) const;
+  void pretty_print(std::ostream& stream) const override;
+  int64_t upscale_factor;
+};
+KILN_MODULE(PixelShuffle);
+
+class PixelUnshuffleImpl : public Module {
+ public:
+  explicit PixelUnshuffleImpl(int64_t downscale_factor) : downscale_factor(downscale_factor) {}
+  Tensor forward(const Tensor& input) const;
+  void pretty_print(std::ostream& stream) const override;
+  int64_t downscale_factor;
+};
+KILN_MODULE(PixelUnshuffle);
+
+}  // namespace kiln::nn

@@ -1,0 +1,62 @@
+#include "kiln/optim/adam.h"
+
+#include <cmath>
+
+#include "kiln/optim/fused.h"
+
+namespace kiln::optim {
+namespace {
+
+template <class Options>
+void adam_step(std::vector<OptimizerParamGroup>& groups,
+               const std::function<ParamState&(const Tensor&)>& state_of, bool decoupled) {
+  for (OptimizerParamGroup& group : groups) {
+    const auto& o = static_cast<const Options&>(group.options());
+    const double lr = o.lr(), eps = o.eps(), wd = o.weight_decay();
+    const auto [beta1, beta2] = o.betas();
+    const double sign = o.maximize() ? -1 : 1;
+    const bool amsgrad = o.amsgrad();
+    for (const Tensor& p : params_with_grad(group)) {
+      ParamState& s = state_of(p);
+      const double t = static_cast<double>(++s.step);
+      const double step_size = lr / (1 - std::pow(beta1, t));
+      const double inv_sqrt_bc2 = 1 / std::sqrt(1 - std::pow(beta2, t));
+      const double decay = decoupled ? 1 - lr * wd : 1;
+      const double l2 = decoupled ? 0 : wd;
+      Tensor m = state_buffer(s, "exp_avg", p);
+      Tensor v = state_buffer(s, "exp_avg_sq", p);
+      Tensor vmax = amsgrad ? state_buffer(s, "max_exp_avg_sq", p) : v;
+      fused_update<3>(p, {&m, &v, &vmax},
+                      [&](auto* w, const auto* g, auto st, int64_t b, int64_t e) {
+                        auto *ma = st[0], *va = st[1], *vm = st[2];
+                        for (int64_t i = b; i < e; ++i) {
+                          const double wi = w[i] * decay;
+                          const double d = sign * g[i] + l2 * w[i];
+                          ma[i] += (1 - beta1) * (d - ma[i]);
+                          va[i] = beta2 * va[i] + (1 - beta2) * d * d;
+                          double second = va[i];
+                          if (amsgrad) second = vm[i] = std::max<double>(vm[i], va[i]);
+                          w[i] = wi - step_size * ma[i] / (std::sqrt(second) * inv_sqrt_bc2 + eps);
+                        }
+                      });
+    }
+  }
+}
+
+}  // namespace
+
+Tensor Adam::step(LossClosure closure) {
+  Tensor loss = evaluate(closure);
+  adam_step<AdamOptions>(
+      param_groups_, [this](const Tensor& p) -> ParamState& { return state_of(p); }, false);
+  return loss;
+}
+
+Tensor AdamW::step(LossClosure closure) {
+  Tensor loss = evaluate(closure);
+  adam_step<AdamWOptions>(
+      param_groups_, [this](const Tensor& p) -> ParamState& { return state_of(p); }, true);
+  return loss;
+}
+
+}  // namespace kiln::optim

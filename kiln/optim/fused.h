@@ -1,0 +1,65 @@
+#pragma once
+// The fused update loop every optimizer uses: one parallel pass over a parameter's elements that
+// reads its gradient and state buffers and writes the new values, instead of a chain of tensor
+// ops each making a pass. Float32 and float64 parameters are updated in place; other dtypes (and
+// non-contiguous parameters) through a float32 working copy that is written back.
+#include <array>
+#include <string>
+
+#include "kiln/autograd/grad_mode.h"
+#include "kiln/backend/cpu/parallel.h"
+#include "kiln/core/error.h"
+#include "kiln/ops/ops.h"
+#include "kiln/optim/optimizer.h"
+
+namespace kiln::optim {
+
+// The dtype the update computes in (and state buffers are kept in) for a parameter.
+inline ScalarType compute_dtype(const Tensor& param) {
+  return param.dtype() == kFloat64 ? kFloat64 : kFloat32;
+}
+
+// The state buffer `name`, created filled with `init` on first use.
+inline Tensor state_buffer(ParamState& state, const std::string& name, const Tensor& param,
+                           double init = 0) {
+  if (Tensor* b = state.buffers.find(name)) return *b;
+  return state.buffers.insert(name, full(param.sizes(), init, TensorOptions(compute_dtype(param))));
+}
+
+// Calls body(w, g, buffers, begin, end) on chunks of the parameter, where w and g point at the
+// parameter and gradient values and buffers[k] at buffer k, all as T (float or double).
+template <size_t N, class Body>
+void fused_update(const Tensor& param, const std::array<Tensor*, N>& buffers, const Body& body) {
+  NoGradGuard no_grad;
+  const ScalarType dt = compute_dtype(param);
+  KILN_CHECK(param.is_floating_point(), "optimizer: parameters must be floating point, got ",
+             dtype_name(param.dtype()));
+  const bool in_place = param.dtype() == dt && param.is_contiguous();
+  Tensor work = in_place ? param : param.to(dt).contiguous();
+  Tensor grad = param.grad().to(dt).contiguous();
+  const int64_t n = work.numel().guard_int();
+  auto run = [&]<class T>() {
+    T* w = work.data_ptr<T>();
+    const T* g = grad.data_ptr<T>();
+    std::array<T*, N> b{};
+    for (size_t k = 0; k < N; ++k) b[k] = buffers[k]->template data_ptr<T>();
+    cpu::parallel_for(0, n, cpu::kParallelGrain / 4,
+                      [&](int64_t begin, int64_t end) { body(w, g, b, begin, end); });
+  };
+  if (dt == kFloat64) {
+    run.template operator()<double>();
+  } else {
+    run.template operator()<float>();
+  }
+  if (!in_place) param.detach().copy_(work);
+}
+
+// Parameters of a group that have a gradient.
+inline std::vector<Tensor> params_with_grad(const OptimizerParamGroup& group) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : group.params())
+    if (p.grad().defined()) out.push_back(p);
+  return out;
+}
+
+}  // namespace kiln::optim
