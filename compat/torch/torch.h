@@ -15,6 +15,11 @@
 #include "kiln/kiln.h"
 #include "torch/detail/aliases.h"
 
+// libtorch's macros for module holders and option fields.
+#define TORCH_MODULE(Name) KILN_MODULE(Name)
+#define TORCH_MODULE_IMPL(Name, Impl) KILN_MODULE_IMPL(Name, Impl)
+#define TORCH_ARG(T, name) KILN_ARG(T, name)
+
 namespace torch {
 using namespace ::kiln;
 }  // namespace torch
