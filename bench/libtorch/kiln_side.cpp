@@ -1,6 +1,5 @@
-// The Kiln side of the benchmark.
+// The Kiln side of kiln_vs_torch.
 #include "bench/libtorch/bench_case.h"
-#include "kiln/backend/cpu/blas.h"
 #include "kiln/kiln.h"
 
 namespace bench {
@@ -66,8 +65,5 @@ std::unique_ptr<Runner> make_kiln_runner(const Case& c, const std::vector<float>
                                          const std::vector<float>& b) {
   return std::make_unique<KilnRunner>(c, a, b);
 }
-void set_kiln_threads(int n) { kiln::set_num_threads(n); }
-int kiln_threads() { return kiln::get_num_threads(); }
-std::string kiln_bf16_matmul_path() { return kiln::cpu::bf16_gemm_path(); }
 
 }  // namespace bench

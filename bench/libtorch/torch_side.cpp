@@ -1,7 +1,5 @@
-// The libtorch side of the benchmark.
-#include <ATen/Parallel.h>
+// The libtorch side of kiln_vs_torch.
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include "bench/libtorch/bench_case.h"
 
@@ -69,8 +67,5 @@ std::unique_ptr<Runner> make_torch_runner(const Case& c, const std::vector<float
                                           const std::vector<float>& b) {
   return std::make_unique<TorchRunner>(c, a, b);
 }
-void set_torch_threads(int n) { at::set_num_threads(n); }
-int torch_threads() { return at::get_num_threads(); }
-std::string torch_version() { return TORCH_VERSION; }
 
 }  // namespace bench
