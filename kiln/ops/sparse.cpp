@@ -2,6 +2,7 @@
 #include "kiln/ops/sparse.h"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "kiln/backend/cpu/spmm.h"
@@ -129,7 +130,11 @@ KILN_REGISTER_OP(sparse_csr_mm)
       const bool arg = r == cpu::SpmmReduce::Max || r == cpu::SpmmReduce::Min;
       return std::vector<TensorSpec>{
           meta::spec({rows, dense.size(1)}, dense.dtype(), dense.device()),
-          meta::spec(arg ? SymShape{rows, dense.size(1)} : SymShape{0}, kInt64, dense.device())};
+          // int32 entry numbers keep the arg lanes as wide as float32 values (the kernel
+          // vectorises); int64 only when the entry count needs it.
+          meta::spec(arg ? SymShape{rows, dense.size(1)} : SymShape{0},
+                     in[1].size(0).maybe_int().value_or(INT64_MAX) <= INT32_MAX ? kInt32 : kInt64,
+                     dense.device())};
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const ScalarType work = out[0].dtype() == kFloat64 ? kFloat64 : kFloat32;
@@ -161,7 +166,7 @@ KILN_REGISTER_OP(sparse_csr_mm)
           grad_dense = zeros_like(dense).index_add(0, col, g_rows * v.unsqueeze(1));
         }
       } else {
-        const Tensor& arg = c.output(1);
+        const Tensor arg = c.output(1).to(kInt64);
         Tensor chosen = arg.clamp_min(0);
         Tensor g_kept = g * arg.ge(0).to(g.dtype());
         Tensor dense_col = col.index_select(0, chosen.flatten()).view(arg.sizes());

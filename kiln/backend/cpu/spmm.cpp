@@ -10,15 +10,15 @@ namespace {
 
 // Rows are independent, so threads own disjoint output rows (no atomics, deterministic); the
 // inner loops run over the contiguous feature dim, which the compiler vectorises.
-template <class T>
+template <class T, class I>
 void spmm_rows(const int64_t* crow, const int64_t* col, const T* values, const T* dense,
-               int64_t rows, int64_t F, SpmmReduce reduce, T* out, int64_t* arg) {
+               int64_t rows, int64_t F, SpmmReduce reduce, T* out, I* arg) {
   const int64_t nnz = crow[rows];
   const int64_t grain = std::max<int64_t>(
       1, kParallelGrain / std::max<int64_t>(1, F + nnz / std::max<int64_t>(rows, 1) * F));
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      T* o = out + i * F;
+      T* __restrict o = out + i * F;
       const int64_t b = crow[i], e = crow[i + 1];
       if (reduce == SpmmReduce::Sum || reduce == SpmmReduce::Mean) {
         std::fill(o, o + F, T(0));
@@ -33,25 +33,31 @@ void spmm_rows(const int64_t* crow, const int64_t* col, const T* values, const T
         }
         continue;
       }
-      int64_t* a = arg + i * F;
-      std::fill(a, a + F, int64_t{-1});
+      I* __restrict a = arg + i * F;
       if (e == b) {
         std::fill(o, o + F, T(0));
+        std::fill(a, a + F, I(-1));
         continue;
       }
-      const bool max = reduce == SpmmReduce::Max;
+      // The maximum of -(v * x) is minus the minimum, so one loop serves amax and amin.
+      const T sign = reduce == SpmmReduce::Max ? T(1) : T(-1);
       const T* x0 = dense + col[b] * F;
-      for (int64_t f = 0; f < F; ++f) o[f] = values[b] * x0[f], a[f] = b;
+      for (int64_t f = 0; f < F; ++f) o[f] = sign * values[b] * x0[f], a[f] = static_cast<I>(b);
       for (int64_t j = b + 1; j < e; ++j) {
-        const T v = values[j];
-        const T* x = dense + col[j] * F;
+        const T v = sign * values[j];
+        const T* __restrict x = dense + col[j] * F;
+        const I jj = static_cast<I>(j);
+        // A branch-free select through a lane mask as wide as the index: the compiler
+        // vectorises this form, but not a conditional assignment of the index.
         for (int64_t f = 0; f < F; ++f) {
-          const T c = v * x[f];
-          const bool better = max ? c > o[f] : c < o[f];
-          o[f] = better ? c : o[f];
-          a[f] = better ? j : a[f];
+          const T c = v * x[f], best = o[f];
+          const I take = -static_cast<I>(c > best);
+          o[f] = c > best ? c : best;
+          a[f] = (jj & take) | (a[f] & ~take);
         }
       }
+      if (sign < 0)
+        for (int64_t f = 0; f < F; ++f) o[f] = -o[f];
     }
   });
 }
@@ -61,14 +67,22 @@ void spmm_rows(const int64_t* crow, const int64_t* col, const T* values, const T
 void spmm(const Tensor& crow, const Tensor& col, const Tensor& values, const Tensor& dense,
           SpmmReduce reduce, Tensor& out, Tensor& arg) {
   const int64_t rows = out.size(0).guard_int(), F = out.size(1).guard_int();
-  int64_t* arg_data =
-      arg.defined() && arg.numel().guard_int() > 0 ? arg.data_ptr<int64_t>() : nullptr;
+  const bool has_arg = arg.defined() && arg.numel().guard_int() > 0;
+  auto run = [&]<class T>() {
+    const int64_t* cp = crow.data_ptr<int64_t>();
+    const int64_t* kp = col.data_ptr<int64_t>();
+    if (has_arg && arg.dtype() == kInt32) {
+      spmm_rows(cp, kp, values.data_ptr<T>(), dense.data_ptr<T>(), rows, F, reduce,
+                out.data_ptr<T>(), arg.data_ptr<int32_t>());
+    } else {
+      spmm_rows(cp, kp, values.data_ptr<T>(), dense.data_ptr<T>(), rows, F, reduce,
+                out.data_ptr<T>(), has_arg ? arg.data_ptr<int64_t>() : nullptr);
+    }
+  };
   if (out.dtype() == kFloat64) {
-    spmm_rows(crow.data_ptr<int64_t>(), col.data_ptr<int64_t>(), values.data_ptr<double>(),
-              dense.data_ptr<double>(), rows, F, reduce, out.data_ptr<double>(), arg_data);
+    run.template operator()<double>();
   } else {
-    spmm_rows(crow.data_ptr<int64_t>(), col.data_ptr<int64_t>(), values.data_ptr<float>(),
-              dense.data_ptr<float>(), rows, F, reduce, out.data_ptr<float>(), arg_data);
+    run.template operator()<float>();
   }
 }
 
