@@ -11,6 +11,7 @@ namespace kiln {
 namespace {
 using index_ops::f64;
 using index_ops::i64;
+using index_ops::kMoveDtypes;
 using index_ops::sample_index;
 using samples::make;
 
@@ -356,7 +357,6 @@ std::vector<OpSample> scatter_reduce_samples(ScalarType dt) {
   return out;
 }
 
-const std::vector<ScalarType> kMoveDtypes = {kFloat64, kFloat32, kFloat16, kInt64, kInt32, kBool};
 const std::vector<ScalarType> kReduceDtypes = {kFloat64, kFloat32, kInt64};
 
 }  // namespace

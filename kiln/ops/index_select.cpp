@@ -12,6 +12,7 @@ namespace kiln {
 namespace {
 using index_ops::f64;
 using index_ops::i64;
+using index_ops::kMoveDtypes;
 using index_ops::sample_index;
 using samples::make;
 
@@ -225,8 +226,6 @@ std::vector<OpSample> index_fill_samples(ScalarType dt) {
       {{make({}, dt), zeros({}, kInt64), make({}, dt)}, {int64_t{0}}, "0-dim"},
   };
 }
-
-const std::vector<ScalarType> kMoveDtypes = {kFloat64, kFloat32, kFloat16, kInt64, kInt32, kBool};
 
 }  // namespace
 

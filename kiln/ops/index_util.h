@@ -11,6 +11,10 @@
 
 namespace kiln::index_ops {
 
+// The dtypes the op-table tests run for ops that only move elements.
+inline const std::vector<ScalarType> kMoveDtypes = {kFloat64, kFloat32, kFloat16,
+                                                    kInt64,   kInt32,   kBool};
+
 // The op `name` (looked up once per call site).
 #define KILN_INDEX_OP(var, name) static const OpDef& var = get_op(name)
 

@@ -32,8 +32,7 @@ void adam_step(std::vector<OptimizerParamGroup>& groups,
                         for (int64_t i = b; i < e; ++i) {
                           const double wi = w[i] * decay;
                           const double d = sign * g[i] + l2 * w[i];
-                          ma[i] += (1 - beta1) * (d - ma[i]);
-                          va[i] = beta2 * va[i] + (1 - beta2) * d * d;
+                          update_moments(ma[i], va[i], d, beta1, beta2);
                           double second = va[i];
                           if (amsgrad) second = vm[i] = std::max<double>(vm[i], va[i]);
                           w[i] = wi - step_size * ma[i] / (std::sqrt(second) * inv_sqrt_bc2 + eps);

@@ -3,6 +3,7 @@
 // reads its gradient and state buffers and writes the new values, instead of a chain of tensor
 // ops each making a pass. Float32 and float64 parameters are updated in place; other dtypes (and
 // non-contiguous parameters) through a float32 working copy that is written back.
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -42,7 +43,8 @@ void fused_update(const Tensor& param, const std::array<Tensor*, N>& buffers, co
     T* w = work.data_ptr<T>();
     const T* g = grad.data_ptr<T>();
     std::array<T*, N> b{};
-    for (size_t k = 0; k < N; ++k) b[k] = buffers[k]->template data_ptr<T>();
+    std::transform(buffers.begin(), buffers.end(), b.begin(),
+                   [](Tensor* t) { return t->template data_ptr<T>(); });
     cpu::parallel_for(0, n, cpu::kParallelGrain / 4,
                       [&](int64_t begin, int64_t end) { body(w, g, b, begin, end); });
   };
@@ -52,6 +54,13 @@ void fused_update(const Tensor& param, const std::array<Tensor*, N>& buffers, co
     run.template operator()<float>();
   }
   if (!in_place) param.detach().copy_(work);
+}
+
+// Adam's running moments: m <- lerp(m, d, 1 - beta1), v <- beta2 v + (1 - beta2) d^2.
+template <class T>
+inline void update_moments(T& m, T& v, double d, double beta1, double beta2) {
+  m += (1 - beta1) * (d - m);
+  v = beta2 * v + (1 - beta2) * d * d;
 }
 
 // Parameters of a group that have a gradient.

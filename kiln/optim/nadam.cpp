@@ -30,8 +30,7 @@ Tensor NAdam::step(LossClosure closure) {
         auto *ma = st[0], *va = st[1];
         for (int64_t i = b; i < e; ++i) {
           const double d = g[i] + l2 * w[i];
-          ma[i] += (1 - beta1) * (d - ma[i]);
-          va[i] = beta2 * va[i] + (1 - beta2) * d * d;
+          update_moments(ma[i], va[i], d, beta1, beta2);
           const double denom = std::sqrt(va[i] / bc2) + eps;
           w[i] = w[i] * decay - grad_coef * d / denom - avg_coef * ma[i] / denom;
         }
@@ -66,8 +65,7 @@ Tensor RAdam::step(LossClosure closure) {
         auto *ma = st[0], *va = st[1];
         for (int64_t i = b; i < e; ++i) {
           const double d = g[i] + l2 * w[i];
-          ma[i] += (1 - beta1) * (d - ma[i]);
-          va[i] = beta2 * va[i] + (1 - beta2) * d * d;
+          update_moments(ma[i], va[i], d, beta1, beta2);
           const double m_hat = ma[i] / bc1;
           const double scale =
               rectify ? rect * std::sqrt(bc2) / (std::sqrt(static_cast<double>(va[i])) + eps) : 1;

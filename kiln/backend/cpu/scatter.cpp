@@ -238,8 +238,11 @@ U bits_of(const Scalar& value, ScalarType dt) {
   U bits{};
   visit_all(dt, "scatter", [&](auto tag) {
     using T = decltype(tag);
-    const T v = value.to<T>();
-    std::memcpy(&bits, &v, sizeof(T));
+    // Only the dtype whose width is U's runs; the others must not compile a wider copy.
+    if constexpr (sizeof(T) == sizeof(U)) {
+      const T v = value.to<T>();
+      std::memcpy(&bits, &v, sizeof(T));
+    }
   });
   return bits;
 }
