@@ -414,6 +414,26 @@ struct GeluTanh {
     return T(0.5) * a * (T(1) + std::tanh(inner));
   }
 };
+// grad * d gelu(x) / dx = grad * (Phi(x) + x phi(x)).
+struct GeluBackward {
+  template <class T>
+  KILN_HD T operator()(T grad, T x) const {
+    const T kSqrtHalf = T(0.70710678118654752440);
+    const T kInvSqrt2Pi = T(0.39894228040143267794);
+    const T cdf = T(0.5) * (T(1) + std::erf(x * kSqrtHalf));
+    return grad * (cdf + x * kInvSqrt2Pi * std::exp(T(-0.5) * x * x));
+  }
+};
+// grad * d gelu_tanh(x) / dx, from gelu_tanh(x) = x s with s = sigmoid(2 inner(x)).
+struct GeluTanhBackward {
+  template <class T>
+  KILN_HD T operator()(T grad, T x) const {
+    const T kBeta = T(0.79788456080286535588);
+    const T kKappa = T(0.044715);
+    const T s = T(1) / (T(1) + std::exp(T(-2) * kBeta * (x + kKappa * x * x * x)));
+    return grad * (s + x * s * (T(1) - s) * T(2) * kBeta * (T(1) + T(3) * kKappa * x * x));
+  }
+};
 KILN_SCALAR_UNARY(Silu, a / (T(1) + std::exp(-a)))
 // log(1 + exp(beta * a)) / beta, and a itself above the threshold (where they agree to
 // float precision and exp would overflow).

@@ -1,5 +1,5 @@
-// Activation functions: sigmoid, logsigmoid, relu, relu6, leaky_relu, elu, selu, gelu, silu,
-// mish, softplus, hardtanh, hardsigmoid, hardswish.
+// Activation functions: sigmoid, logsigmoid, relu, relu6, leaky_relu, elu, selu, gelu (and its
+// fused gelu_backward), silu, mish, softplus, hardtanh, hardsigmoid, hardswish.
 #include <numbers>
 
 #include "kiln/backend/scalar.h"
@@ -46,17 +46,25 @@ const std::string& gelu_mode(const Attrs& a) {
   return m;
 }
 
-Tensor gelu_grad(const Tensor& grad, const Tensor& x, bool tanh_approx) {
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate) {
+  static const OpDef& op = get_op("gelu_backward");
+  return pointwise::call(op, {grad, x}, {approximate});
+}
+
+// d^2 gelu(x) / dx^2, for the double backward.
+Tensor gelu_second_derivative(const Tensor& x, bool tanh_approx) {
   if (!tanh_approx) {
     const double inv_sqrt_2pi = 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2;
-    Tensor cdf = ((x * (std::numbers::sqrt2 / 2)).erf() + 1) * 0.5;
     Tensor pdf = (x.square() * -0.5).exp() * inv_sqrt_2pi;
-    return grad * (cdf + x * pdf);
+    return pdf * (2 - x.square());
   }
+  // gelu = x s with s = sigmoid(2 y), y = beta (x + kappa x^3).
   const double beta = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, kappa = 0.044715;
-  Tensor t = ((x + x.pow(3) * kappa) * beta).tanh();
-  Tensor inner_derivative = (x.square() * (3 * kappa) + 1) * beta;
-  return grad * ((t + 1) * 0.5 + x * 0.5 * (1 - t.square()) * inner_derivative);
+  Tensor s = ((x + x.pow(3) * kappa) * (2 * beta)).sigmoid();
+  Tensor dy = (x.square() * (3 * kappa) + 1) * beta, d2y = x * (6 * beta * kappa);
+  Tensor ds = s * (1 - s) * dy * 2;
+  Tensor d2s = s * (1 - s) * d2y * 2 + ds * dy * (1 - s * 2) * 2;
+  return ds * 2 + x * d2s;
 }
 
 }  // namespace
@@ -192,7 +200,7 @@ KILN_REGISTER_OP(gelu)
       }
     })
     .backward([](const BackwardContext& c) {
-      return grads(gelu_grad(c.grad(), c.input(0), gelu_mode(c.attrs) == "tanh"));
+      return grads(gelu_backward(c.grad(), c.input(0), gelu_mode(c.attrs)));
     })
     .samples([](ScalarType dt) {
       return unary_with(dt, -3, 3, {{std::string("none")}, {std::string("tanh")}});
@@ -205,6 +213,43 @@ KILN_REGISTER_OP(gelu)
     }))
     .dtypes(pointwise::kFloating)
     .lowering("pointwise:kiln::scalar::Gelu");
+
+KILN_REGISTER_OP(gelu_backward)
+    .schema("gelu_backward(Tensor grad_output, Tensor self, str approximate='none') -> Tensor")
+    .meta(meta::broadcast("gelu_backward", meta::ResultKind::Float))
+    .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
+      if (gelu_mode(a) == "tanh") {
+        pointwise::run<2, Dtypes::HotFloating>("gelu_backward", out[0].dtype(), in, out[0],
+                                               scalar::GeluTanhBackward{});
+      } else {
+        pointwise::run<2, Dtypes::HotFloating>("gelu_backward", out[0].dtype(), in, out[0],
+                                               scalar::GeluBackward{});
+      }
+    })
+    .backward([](const BackwardContext& c) {
+      const Tensor &grad = c.input(0), &x = c.input(1);
+      return grads(gelu_backward(c.grad(), x, gelu_mode(c.attrs)),
+                   c.grad() * grad * gelu_second_derivative(x, gelu_mode(c.attrs) == "tanh"));
+    })
+    .samples([](ScalarType dt) {
+      std::vector<OpSample> all;
+      for (const char* mode : {"none", "tanh"})
+        for (auto& s : pointwise::with_attrs(samples::binary(dt), {std::string(mode)}))
+          all.push_back(std::move(s));
+      return all;
+    })
+    .reference(pointwise::reference_fn([](const double* v, const Attrs& a) {
+      const double x = v[1];
+      if (a.str(0) == "none") {
+        const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+        return v[0] * (0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * pdf);
+      }
+      const double beta = std::sqrt(2 / M_PI), kappa = 0.044715;
+      const double t = std::tanh(beta * (x + kappa * x * x * x));
+      return v[0] * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * beta * (1 + 3 * kappa * x * x));
+    }))
+    .dtypes(pointwise::kFloating)
+    .lowering("pointwise:kiln::scalar::GeluBackward");
 
 KILN_POINTWISE_ENTRY unary_float_op<scalar::Silu, Dtypes::HotFloating>("silu", "Silu", -4, 4)
     .backward([](const BackwardContext& c) {

@@ -1,14 +1,17 @@
 #pragma once
 // CPU element loops shared by pointwise kernels: broadcasting, dim coalescing, a contiguous fast
-// path the compiler vectorises, and OpenMP parallelism for large tensors.
+// path the compiler vectorises (or explicit vectors for functors with a VecForm), and OpenMP
+// parallelism for large tensors.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
 
-#include "kiln/core/tensor.h"
 #include "kiln/backend/cpu/parallel.h"
+#include "kiln/backend/cpu/vec_functors.h"
 #include "kiln/core/error.h"
+#include "kiln/core/tensor.h"
 
 namespace kiln::cpu {
 
@@ -21,7 +24,7 @@ using compute_t =
 // contiguous in every operand. Strides are in elements; a broadcast dim has stride 0.
 template <size_t N>
 struct LoopPlan {
-  std::vector<int64_t> sizes;                     // innermost last
+  std::vector<int64_t> sizes;                       // innermost last
   std::vector<std::array<int64_t, N + 1>> strides;  // per dim: out, in0, in1, ...
   int64_t numel = 1;
   bool contiguous = true;  // every operand dense and in order (no broadcasting)
@@ -97,7 +100,8 @@ void for_each_run(const LoopPlan<N>& p, const std::array<char*, N + 1>& base,
       for (int64_t d = outer_dims - 1; d >= 0; --d) {
         int64_t i = rem % p.sizes[d];
         rem /= p.sizes[d];
-        for (size_t k = 0; k <= N; ++k) ptr[k] += i * p.strides[d][k] * static_cast<int64_t>(elsize[k]);
+        for (size_t k = 0; k <= N; ++k)
+          ptr[k] += i * p.strides[d][k] * static_cast<int64_t>(elsize[k]);
       }
       body(ptr, inner, inner_stride);
     }
@@ -106,6 +110,51 @@ void for_each_run(const LoopPlan<N>& p, const std::array<char*, N + 1>& base,
     parallel_for(0, outer, std::max<int64_t>(1, kParallelGrain / inner), run_range);
   } else {
     run_range(0, outer);
+  }
+}
+
+// Whether f runs as vectors (VecForm) on operands of storage type Out, In...: every operand of
+// one 16/32-bit float type.
+template <class Out, class F, class... In>
+constexpr bool kVectorised = (std::is_same_v<Out, float> || std::is_same_v<Out, BFloat16> ||
+                              std::is_same_v<Out, Half>)&&(std::is_same_v<In, Out>&&...) &&
+                             HasVecForm<F, std::conditional_t<true, fvec, In>...>;
+
+// out[i * stride[0]] = f(in[0][i * stride[1]], ...) for i < n, kVec elements at a time: straight
+// loads where every stride is 1, else (and for the tail) through a gathered, zero-padded block,
+// so that every element sees the same arithmetic whatever the layout.
+template <class T, size_t N, class F>
+void vectorised_run(const F& f, const std::array<char*, N + 1>& ptr, int64_t n,
+                    const std::array<int64_t, N + 1>& stride) {
+  T* out = reinterpret_cast<T*>(ptr[0]);
+  std::array<const T*, N> in;
+  for (size_t k = 0; k < N; ++k) in[k] = reinterpret_cast<const T*>(ptr[k + 1]);
+  auto apply = [&](const std::array<const T*, N>& src) {
+    return [&]<size_t... K>(std::index_sequence<K...>) {
+      return VecForm<F>::apply(f, load_vec(src[K])...);
+    }
+    (std::make_index_sequence<N>{});
+  };
+  int64_t i = 0;
+  bool unit = true;
+  for (int64_t s : stride) unit = unit && s == 1;
+  if (unit) {
+    for (; i + kVec <= n; i += kVec) {
+      std::array<const T*, N> src;
+      for (size_t k = 0; k < N; ++k) src[k] = in[k] + i;
+      store_vec(out + i, apply(src));
+    }
+  }
+  for (; i < n; i += kVec) {
+    const int64_t m = std::min<int64_t>(kVec, n - i);
+    T block[N][kVec] = {}, result[kVec];
+    std::array<const T*, N> src;
+    for (size_t k = 0; k < N; ++k) {
+      for (int64_t j = 0; j < m; ++j) block[k][j] = in[k][(i + j) * stride[k + 1]];
+      src[k] = block[k];
+    }
+    store_vec(result, apply(src));
+    for (int64_t j = 0; j < m; ++j) out[(i + j) * stride[0]] = result[j];
   }
 }
 
@@ -123,8 +172,32 @@ void pointwise(const Tensor& out, F f, const std::array<const Tensor*, sizeof...
     return [&]<size_t... K>(std::index_sequence<K...>) {
       return f(static_cast<compute_t<In>>(
           reinterpret_cast<const In*>(ptr[K + 1])[i * stride[K + 1]])...);
-    }(std::index_sequence_for<In...>{});
+    }
+    (std::index_sequence_for<In...>{});
   };
+  if constexpr (kVectorised<Out, F, In...>) {
+    if (p.contiguous) {
+      auto dense = [&](int64_t begin, int64_t end) {
+        std::array<char*, N + 1> ptr;
+        for (size_t k = 0; k <= N; ++k) ptr[k] = base[k] + begin * sizeof(Out);
+        std::array<int64_t, N + 1> unit;
+        unit.fill(1);
+        vectorised_run<Out, N>(f, ptr, end - begin, unit);
+      };
+      if (p.numel >= kParallelGrain) {
+        parallel_for(0, p.numel, kParallelGrain, dense);
+      } else {
+        dense(0, p.numel);
+      }
+    } else {
+      for_each_run<N>(p, base, elsize,
+                      [&](const std::array<char*, N + 1>& ptr, int64_t n,
+                          const std::array<int64_t, N + 1>& stride) {
+                        vectorised_run<Out, N>(f, ptr, n, stride);
+                      });
+    }
+    return;
+  }
   if (p.contiguous) {
     // Dense: a flat loop per chunk, which the compiler vectorises.
     auto dense = [&](int64_t begin, int64_t end) {
@@ -132,9 +205,10 @@ void pointwise(const Tensor& out, F f, const std::array<const Tensor*, sizeof...
       [&]<size_t... K>(std::index_sequence<K...>) {
         [[maybe_unused]] std::array<const void*, N> in_ptrs{base[K + 1]...};
         for (int64_t i = begin; i < end; ++i)
-          o[i] = static_cast<Out>(f(static_cast<compute_t<In>>(
-              static_cast<const In*>(in_ptrs[K])[i])...));
-      }(std::index_sequence_for<In...>{});
+          o[i] = static_cast<Out>(
+              f(static_cast<compute_t<In>>(static_cast<const In*>(in_ptrs[K])[i])...));
+      }
+      (std::index_sequence_for<In...>{});
     };
     if (p.numel >= kParallelGrain) {
       parallel_for(0, p.numel, kParallelGrain, dense);
@@ -143,11 +217,13 @@ void pointwise(const Tensor& out, F f, const std::array<const Tensor*, sizeof...
     }
     return;
   }
-  for_each_run<N>(p, base, elsize, [&](const std::array<char*, N + 1>& ptr, int64_t n,
-                                       const std::array<int64_t, N + 1>& stride) {
-    Out* o = reinterpret_cast<Out*>(ptr[0]);
-    for (int64_t i = 0; i < n; ++i) o[i * stride[0]] = static_cast<Out>(apply(ptr, i, stride));
-  });
+  for_each_run<N>(p, base, elsize,
+                  [&](const std::array<char*, N + 1>& ptr, int64_t n,
+                      const std::array<int64_t, N + 1>& stride) {
+                    Out* o = reinterpret_cast<Out*>(ptr[0]);
+                    for (int64_t i = 0; i < n; ++i)
+                      o[i * stride[0]] = static_cast<Out>(apply(ptr, i, stride));
+                  });
 }
 
 template <class Out, class In, class F>
@@ -167,23 +243,35 @@ void ternary_loop(const Tensor& out, const Tensor& a, const Tensor& b, const Ten
 template <class F>
 void visit_floating(ScalarType t, const char* op, F&& f) {
   switch (t) {
-    case kFloat32: return f(float{});
-    case kFloat64: return f(double{});
-    case kFloat16: return f(Half{});
-    case kBFloat16: return f(BFloat16{});
-    default: KILN_FAIL(op, ": not supported for dtype ", t, " (expected a floating dtype)");
+    case kFloat32:
+      return f(float{});
+    case kFloat64:
+      return f(double{});
+    case kFloat16:
+      return f(Half{});
+    case kBFloat16:
+      return f(BFloat16{});
+    default:
+      KILN_FAIL(op, ": not supported for dtype ", t, " (expected a floating dtype)");
   }
 }
 template <class F>
 void visit_numeric(ScalarType t, const char* op, F&& f) {  // every dtype but bool
   switch (t) {
-    case kUInt8: return f(uint8_t{});
-    case kInt8: return f(int8_t{});
-    case kInt16: return f(int16_t{});
-    case kInt32: return f(int32_t{});
-    case kInt64: return f(int64_t{});
-    case kBool: KILN_FAIL(op, ": not supported for dtype bool");
-    default: return visit_floating(t, op, f);
+    case kUInt8:
+      return f(uint8_t{});
+    case kInt8:
+      return f(int8_t{});
+    case kInt16:
+      return f(int16_t{});
+    case kInt32:
+      return f(int32_t{});
+    case kInt64:
+      return f(int64_t{});
+    case kBool:
+      KILN_FAIL(op, ": not supported for dtype bool");
+    default:
+      return visit_floating(t, op, f);
   }
 }
 template <class F>
@@ -194,13 +282,20 @@ void visit_all(ScalarType t, const char* op, F&& f) {
 template <class F>
 void visit_integral(ScalarType t, const char* op, F&& f) {  // bitwise ops: ints and bool
   switch (t) {
-    case kBool: return f(bool{});
-    case kUInt8: return f(uint8_t{});
-    case kInt8: return f(int8_t{});
-    case kInt16: return f(int16_t{});
-    case kInt32: return f(int32_t{});
-    case kInt64: return f(int64_t{});
-    default: KILN_FAIL(op, ": not supported for dtype ", t, " (expected an integral dtype)");
+    case kBool:
+      return f(bool{});
+    case kUInt8:
+      return f(uint8_t{});
+    case kInt8:
+      return f(int8_t{});
+    case kInt16:
+      return f(int16_t{});
+    case kInt32:
+      return f(int32_t{});
+    case kInt64:
+      return f(int64_t{});
+    default:
+      KILN_FAIL(op, ": not supported for dtype ", t, " (expected an integral dtype)");
   }
 }
 

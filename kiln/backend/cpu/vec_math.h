@@ -1,0 +1,213 @@
+#pragma once
+// Float vectors (GCC/Clang vector extensions; 8 lanes with AVX, else 4) and the transcendental
+// functions the CPU kernels need on them. std::exp and friends do not vectorise without
+// -ffast-math, and a scalar formula with clamps compiles to branches, so these are written on
+// explicit vectors, branch-free: each lane computes every case and a select keeps one. Accuracy
+// (checked against double precision in tests/backend/vec_math_test.cpp): a few float ulps.
+#include <cstdint>
+#include <cstring>
+
+#include "kiln/core/half.h"
+
+namespace kiln::cpu {
+
+#if defined(__AVX__)
+constexpr int kVec = 8;
+#else
+constexpr int kVec = 4;
+#endif
+using fvec = float __attribute__((vector_size(kVec * 4)));
+using ivec = int32_t __attribute__((vector_size(kVec * 4)));
+using uvec = uint32_t __attribute__((vector_size(kVec * 4)));
+using u16vec = uint16_t __attribute__((vector_size(kVec * 2)));
+
+inline fvec splat(float v) { return fvec{} + v; }
+inline fvec abs_vec(fvec x) {
+  return reinterpret_cast<fvec>(reinterpret_cast<uvec>(x) & 0x7fffffffu);
+}
+// |magnitude| with the sign bit of `sign`.
+inline fvec copysign_vec(fvec magnitude, fvec sign) {
+  const uvec s = reinterpret_cast<uvec>(sign) & 0x80000000u;
+  return reinterpret_cast<fvec>((reinterpret_cast<uvec>(magnitude) & 0x7fffffffu) | s);
+}
+inline fvec min_vec(fvec a, float hi) { return a < hi ? a : splat(hi); }  // NaN -> hi
+inline fvec keep_nan(fvec x, fvec result) { return x != x ? x : result; }
+
+// exp(x + tail) within about 1.5 ulp, where tail is a small correction that x + tail would round
+// away (the low part of an exactly computed argument): x = n ln2 + r with |r| <= ln2/2, exp(r) by
+// its Taylor polynomial to degree 7, times 2^n applied as two factors 2^(n/2) 2^(n-n/2) built in
+// the exponent bits (so subnormal results and overflow come out right). NaN stays NaN.
+inline fvec exp_vec(fvec x, fvec tail = fvec{}) {
+  const fvec lo = splat(-104.0f), hi = splat(88.75f);
+  fvec xc = x < lo ? lo : x;  // where the result is 0 or inf anyway
+  xc = xc > hi ? hi : xc;
+  // Round to nearest by adding and removing 1.5 * 2^23.
+  const fvec n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const fvec r = ((xc - n * 0.693359375f) - n * -2.12194440054690583e-4f) + tail;  // ln2 in 2 parts
+  fvec p = splat(1.0f / 5040);
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const ivec ni = __builtin_convertvector(n, ivec);  // NaN lanes: p is NaN already
+  const ivec n1 = ni >> 1, n2 = ni - n1;
+  const fvec s1 = reinterpret_cast<fvec>((n1 + 127) << 23);
+  const fvec s2 = reinterpret_cast<fvec>((n2 + 127) << 23);
+  return p * s1 * s2;
+}
+
+// exp(x) - 1 without cancellation near 0: the Taylor polynomial without its constant term
+// where |x| <= ln2/2, exp(x) - 1 elsewhere (where the subtraction loses under 2 ulps).
+inline fvec expm1_vec(fvec x) {
+  fvec p = splat(1.0f / 40320);
+  p = p * x + 1.0f / 5040;
+  p = p * x + 1.0f / 720;
+  p = p * x + 1.0f / 120;
+  p = p * x + 1.0f / 24;
+  p = p * x + 1.0f / 6;
+  p = p * x + 0.5f;
+  p = p * x + 1.0f;
+  return abs_vec(x) < 0.34657359f ? p * x : exp_vec(x) - 1.0f;
+}
+
+// log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) = 2 atanh(s) with s = (m-1)/(m+1),
+// |s| <= 0.172, by the series 2 (s + s^3/3 + ... + s^11/11). Subnormals are scaled up first;
+// log(0) = -inf, log(x < 0) = NaN, log(inf) = inf.
+inline fvec log_vec(fvec x) {
+  const auto subnormal = x < 1.17549435e-38f;
+  const fvec xs = subnormal ? x * 8388608.0f : x;  // * 2^23
+  const ivec bits = reinterpret_cast<ivec>(xs);
+  ivec e = ((bits >> 23) & 0xff) - 127;
+  e = subnormal ? e - 23 : e;
+  fvec m = reinterpret_cast<fvec>((bits & 0x7fffff) | 0x3f800000);  // [1, 2)
+  const auto high = m > 1.41421356f;
+  m = high ? m * 0.5f : m;
+  e = high ? e + 1 : e;
+  const fvec s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  fvec p = splat(2.0f / 11);
+  p = p * s2 + 2.0f / 9;
+  p = p * s2 + 2.0f / 7;
+  p = p * s2 + 2.0f / 5;
+  p = p * s2 + 2.0f / 3;
+  p = p * s2 + 2.0f;
+  const fvec ef = __builtin_convertvector(e, fvec);
+  const fvec y = (s * p + ef * -2.12194440054690583e-4f) + ef * 0.693359375f;
+  fvec r = x == 0.0f ? splat(-__builtin_inff()) : y;
+  r = x < 0.0f ? splat(__builtin_nanf("")) : r;
+  r = x == __builtin_inff() ? x : r;
+  return keep_nan(x, r);
+}
+
+// exp(-c z^2) for c = 1 or 1/2 without the rounding error of z^2 (which exp would magnify z^2
+// times): z = h + l with h the top 12 bits of |z|, so h^2 is exact and l (z + h) is the rest.
+// Beyond |z| = 16 the result is 0 anyway.
+inline fvec exp_neg_square(fvec z, float c) {
+  const fvec a = min_vec(abs_vec(z), 16.0f);
+  const fvec h = reinterpret_cast<fvec>(reinterpret_cast<uvec>(a) & 0xfffff000u);
+  return keep_nan(z, exp_vec(-c * (h * h), -c * ((a - h) * (a + h))));
+}
+
+inline fvec sigmoid_vec(fvec x) { return 1.0f / (1.0f + exp_vec(-x)); }
+
+// tanh(|x|) = e / (e + 2) with e = expm1(2|x|), exact to float beyond |x| = 9.
+inline fvec tanh_vec(fvec x) {
+  const fvec e = expm1_vec(2.0f * min_vec(abs_vec(x), 9.0f));
+  return keep_nan(x, copysign_vec(e / (e + 2.0f), x));
+}
+
+// erf(z) and erfc(z) of z >= 0 (or NaN), given exp(-z^2) (which callers compute from their own
+// argument, see exp_neg_square). Below 1: erf(z) = z P(z^2); from 1: erfc(z) = exp(-z^2) Q(1/z).
+// P and Q are least-squares fits made by tools/vec_math/fit_erf.py; erf is within 1e-7
+// everywhere, erfc within 6 ulps up to z = 6 (erfc(6) = 2e-17) and 0 from z = 10.
+struct ErfParts {
+  fvec erf, erfc;
+};
+inline ErfParts erf_parts(fvec z, fvec exp_neg_z2) {
+  const fvec z2 = z * z;
+  fvec p = splat(7.898209878e-05f);
+  p = p * z2 - 8.024353883e-04f;
+  p = p * z2 + 5.190053489e-03f;
+  p = p * z2 - 2.685480937e-02f;
+  p = p * z2 + 1.128361225e-01f;
+  p = p * z2 - 3.761262894e-01f;
+  p = p * z2 + 1.128379226e+00f;
+  const fvec small_erf = z * p;
+  const fvec t = 1.0f / min_vec(z, 10.0f);
+  fvec q = splat(5.726822838e-02f);
+  q = q * t - 3.240049481e-01f;
+  q = q * t + 7.777915001e-01f;
+  q = q * t - 9.902784824e-01f;
+  q = q * t + 6.160570383e-01f;
+  q = q * t + 2.704717405e-02f;
+  q = q * t - 3.052333295e-01f;
+  q = q * t + 5.289123394e-03f;
+  q = q * t + 5.636232495e-01f;
+  q = q * t + 2.410332672e-05f;
+  const fvec large_erfc = z < 10.0f ? exp_neg_z2 * q : fvec{};
+  const auto small = z < 1.0f;
+  return {small ? small_erf : 1.0f - large_erfc, small ? 1.0f - small_erf : large_erfc};
+}
+inline fvec erf_vec(fvec x) {
+  const fvec z = abs_vec(x);
+  return keep_nan(x, copysign_vec(erf_parts(z, exp_neg_square(z, 1.0f)).erf, x));
+}
+
+// 1 + erf(x / sqrt(2)), from erfc where x < 0 so that the far negative tail keeps its digits;
+// exp(-x^2 / 2) comes from x itself, not from the rounded x / sqrt(2).
+constexpr float kSqrtHalf = 0.70710678118654752f;
+inline fvec one_plus_erf_scaled(fvec x) {
+  const ErfParts e = erf_parts(abs_vec(x) * kSqrtHalf, exp_neg_square(x, 0.5f));
+  return x >= 0.0f ? 1.0f + e.erf : e.erfc;
+}
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+// gelu(x) = x Phi(x) and its derivative Phi(x) + x phi(x).
+inline fvec gelu_vec(fvec x) { return 0.5f * x * one_plus_erf_scaled(x); }
+inline fvec gelu_grad_vec(fvec x) {
+  return 0.5f * one_plus_erf_scaled(x) + x * kInvSqrt2Pi * exp_neg_square(x, 0.5f);
+}
+// The tanh approximation: 0.5 x (1 + tanh(y)) = x sigmoid(2y), y = sqrt(2/pi) (x + 0.044715 x^3).
+constexpr float kGeluBeta = 0.79788456080286536f, kGeluKappa = 0.044715f;
+inline fvec gelu_tanh_vec(fvec x) {
+  return x * sigmoid_vec(2.0f * kGeluBeta * (x + kGeluKappa * x * x * x));
+}
+inline fvec gelu_tanh_grad_vec(fvec x) {
+  const fvec s = sigmoid_vec(2.0f * kGeluBeta * (x + kGeluKappa * x * x * x));
+  return s + x * s * (1.0f - s) * (2.0f * kGeluBeta) * (1.0f + 3.0f * kGeluKappa * x * x);
+}
+
+inline float exp_scalar(float x) { return exp_vec(splat(x))[0]; }
+
+// Loads and stores of kVec consecutive elements as floats.
+inline fvec load_vec(const float* p) {
+  fvec v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline fvec load_vec(const BFloat16* p) {
+  u16vec h;
+  std::memcpy(&h, p, sizeof(h));
+  return reinterpret_cast<fvec>(__builtin_convertvector(h, uvec) << 16);
+}
+inline fvec load_vec(const Half* p) {
+  fvec v;
+  for (int k = 0; k < kVec; ++k) v[k] = static_cast<float>(p[k]);
+  return v;
+}
+inline void store_vec(float* p, fvec v) { std::memcpy(p, &v, sizeof(v)); }
+// Round to nearest even, NaN to the canonical NaN: BFloat16(float) on every lane.
+inline void store_vec(BFloat16* p, fvec v) {
+  const uvec u = reinterpret_cast<uvec>(v);
+  const uvec rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uvec bits = v != v ? uvec{} + 0x7fc0u : rounded;
+  const u16vec h = __builtin_convertvector(bits, u16vec);
+  std::memcpy(static_cast<void*>(p), &h, sizeof(h));
+}
+template <class T>
+inline void store_vec(T* p, fvec v) {
+  for (int k = 0; k < kVec; ++k) p[k] = T(v[k]);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Fits the two polynomials of the CPU's vectorised erf (kiln/backend/cpu/vec_math.h, erf_parts).
+
+    erf(z)  = z * P(z^2)          for 0 <= z < 1   (P of degree 6)
+    erfc(z) = exp(-z^2) * Q(1/z)  for z >= 1       (Q of degree 9, fitted on [1, 6])
+
+Least squares in relative error on Chebyshev nodes, with mpmath as the exact reference. Prints
+the coefficients as float literals, highest degree first (the order vec_math.h's Horner loops
+use), and the largest error of the float32 evaluation. Needs numpy and mpmath:
+
+    python3 tools/vec_math/fit_erf.py
+"""
+import mpmath
+import numpy as np
+
+NODES = 4000
+
+
+def fit(f, lo, hi, degree, variable):
+    k = np.arange(NODES)
+    x = (lo + hi) / 2 + (hi - lo) / 2 * np.cos(np.pi * (k + 0.5) / NODES)
+    y = np.array([float(f(mpmath.mpf(v))) for v in x])
+    vander = np.vander(variable(x), degree + 1)
+    coeffs, *_ = np.linalg.lstsq(vander / y[:, None], np.ones_like(y), rcond=None)
+    return coeffs.astype(np.float32)
+
+
+def horner32(coeffs, v):
+    p = np.full_like(v, coeffs[0])
+    for c in coeffs[1:]:
+        p = (p * v + c).astype(np.float32)
+    return p
+
+
+def main():
+    p = fit(lambda z: mpmath.erf(z) / z, 1e-6, 1.0, 6, lambda x: x * x)
+    q = fit(lambda z: mpmath.erfc(z) * mpmath.exp(z * z), 1.0, 6.0, 9, lambda x: 1 / x)
+    for name, c in (("P", p), ("Q", q)):
+        print(name + ":", ", ".join("%.9ef" % v for v in c))
+
+    z = np.linspace(1e-6, 1.0, 20001, dtype=np.float32)
+    got = z * horner32(p, z * z)
+    want = np.array([float(mpmath.erf(mpmath.mpf(float(v)))) for v in z])
+    print("erf below 1: max relative error %.2e" % np.max(np.abs(got - want) / want))
+    z = np.linspace(1.0, 6.0, 20001, dtype=np.float32)
+    got = np.exp(-(z * z).astype(np.float64)).astype(np.float32) * horner32(q, (1 / z).astype(np.float32))
+    want = np.array([float(mpmath.erfc(mpmath.mpf(float(v)))) for v in z])
+    print("erfc from 1 to 6: max relative error %.2e" % np.max(np.abs(got - want) / want))
+
+
+if __name__ == "__main__":
+    main()
