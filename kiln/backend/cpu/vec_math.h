@@ -22,6 +22,24 @@ using uvec = uint32_t __attribute__((vector_size(kVec * 4)));
 using u16vec = uint16_t __attribute__((vector_size(kVec * 2)));
 
 inline fvec splat(float v) { return fvec{} + v; }
+// a * b + c, fused where the CPU has FMA (the ISO C++ mode we build in does not contract a * b
+// + c by itself).
+inline fvec fma_vec(fvec a, fvec b, fvec c) {
+#if defined(__FMA__) && defined(__AVX__)
+  return __builtin_ia32_vfmaddps256(a, b, c);
+#elif defined(__FMA__)
+  return __builtin_ia32_vfmaddps(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+// c0 x^n + c1 x^(n-1) + ... + cn by Horner's rule.
+template <class... C>
+inline fvec horner(fvec x, float c0, C... c) {
+  fvec p = splat(c0);
+  ((p = fma_vec(p, x, splat(c))), ...);
+  return p;
+}
 inline fvec abs_vec(fvec x) {
   return reinterpret_cast<fvec>(reinterpret_cast<uvec>(x) & 0x7fffffffu);
 }
@@ -42,16 +60,12 @@ inline fvec exp_vec(fvec x, fvec tail = fvec{}) {
   fvec xc = x < lo ? lo : x;  // where the result is 0 or inf anyway
   xc = xc > hi ? hi : xc;
   // Round to nearest by adding and removing 1.5 * 2^23.
-  const fvec n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const fvec r = ((xc - n * 0.693359375f) - n * -2.12194440054690583e-4f) + tail;  // ln2 in 2 parts
-  fvec p = splat(1.0f / 5040);
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  const fvec n = fma_vec(xc, splat(1.44269504088896341f), splat(12582912.0f)) - 12582912.0f;
+  // r = x - n ln2, with ln2 in two parts so that n * ln2 loses nothing.
+  const fvec r =
+      fma_vec(n, splat(2.12194440054690583e-4f), fma_vec(n, splat(-0.693359375f), xc)) + tail;
+  const fvec p =
+      horner(r, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f);
   const ivec ni = __builtin_convertvector(n, ivec);  // NaN lanes: p is NaN already
   const ivec n1 = ni >> 1, n2 = ni - n1;
   const fvec s1 = reinterpret_cast<fvec>((n1 + 127) << 23);
@@ -62,14 +76,8 @@ inline fvec exp_vec(fvec x, fvec tail = fvec{}) {
 // exp(x) - 1 without cancellation near 0: the Taylor polynomial without its constant term
 // where |x| <= ln2/2, exp(x) - 1 elsewhere (where the subtraction loses under 2 ulps).
 inline fvec expm1_vec(fvec x) {
-  fvec p = splat(1.0f / 40320);
-  p = p * x + 1.0f / 5040;
-  p = p * x + 1.0f / 720;
-  p = p * x + 1.0f / 120;
-  p = p * x + 1.0f / 24;
-  p = p * x + 1.0f / 6;
-  p = p * x + 0.5f;
-  p = p * x + 1.0f;
+  const fvec p =
+      horner(x, 1.0f / 40320, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f);
   return abs_vec(x) < 0.34657359f ? p * x : exp_vec(x) - 1.0f;
 }
 
@@ -87,12 +95,7 @@ inline fvec log_vec(fvec x) {
   m = high ? m * 0.5f : m;
   e = high ? e + 1 : e;
   const fvec s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-  fvec p = splat(2.0f / 11);
-  p = p * s2 + 2.0f / 9;
-  p = p * s2 + 2.0f / 7;
-  p = p * s2 + 2.0f / 5;
-  p = p * s2 + 2.0f / 3;
-  p = p * s2 + 2.0f;
+  const fvec p = horner(s2, 2.0f / 11, 2.0f / 9, 2.0f / 7, 2.0f / 5, 2.0f / 3, 2.0f);
   const fvec ef = __builtin_convertvector(e, fvec);
   const fvec y = (s * p + ef * -2.12194440054690583e-4f) + ef * 0.693359375f;
   fvec r = x == 0.0f ? splat(-__builtin_inff()) : y;
@@ -126,26 +129,13 @@ struct ErfParts {
   fvec erf, erfc;
 };
 inline ErfParts erf_parts(fvec z, fvec exp_neg_z2) {
-  const fvec z2 = z * z;
-  fvec p = splat(7.898209878e-05f);
-  p = p * z2 - 8.024353883e-04f;
-  p = p * z2 + 5.190053489e-03f;
-  p = p * z2 - 2.685480937e-02f;
-  p = p * z2 + 1.128361225e-01f;
-  p = p * z2 - 3.761262894e-01f;
-  p = p * z2 + 1.128379226e+00f;
+  const fvec p = horner(z * z, 7.898209878e-05f, -8.024353883e-04f, 5.190053489e-03f,
+                        -2.685480937e-02f, 1.128361225e-01f, -3.761262894e-01f, 1.128379226e+00f);
   const fvec small_erf = z * p;
   const fvec t = 1.0f / min_vec(z, 10.0f);
-  fvec q = splat(5.726822838e-02f);
-  q = q * t - 3.240049481e-01f;
-  q = q * t + 7.777915001e-01f;
-  q = q * t - 9.902784824e-01f;
-  q = q * t + 6.160570383e-01f;
-  q = q * t + 2.704717405e-02f;
-  q = q * t - 3.052333295e-01f;
-  q = q * t + 5.289123394e-03f;
-  q = q * t + 5.636232495e-01f;
-  q = q * t + 2.410332672e-05f;
+  const fvec q = horner(t, 5.726822838e-02f, -3.240049481e-01f, 7.777915001e-01f, -9.902784824e-01f,
+                        6.160570383e-01f, 2.704717405e-02f, -3.052333295e-01f, 5.289123394e-03f,
+                        5.636232495e-01f, 2.410332672e-05f);
   const fvec large_erfc = z < 10.0f ? exp_neg_z2 * q : fvec{};
   const auto small = z < 1.0f;
   return {small ? small_erf : 1.0f - large_erfc, small ? 1.0f - small_erf : large_erfc};
@@ -155,18 +145,29 @@ inline fvec erf_vec(fvec x) {
   return keep_nan(x, copysign_vec(erf_parts(z, exp_neg_square(z, 1.0f)).erf, x));
 }
 
-// 1 + erf(x / sqrt(2)), from erfc where x < 0 so that the far negative tail keeps its digits;
-// exp(-x^2 / 2) comes from x itself, not from the rounded x / sqrt(2).
-constexpr float kSqrtHalf = 0.70710678118654752f;
-inline fvec one_plus_erf_scaled(fvec x) {
-  const ErfParts e = erf_parts(abs_vec(x) * kSqrtHalf, exp_neg_square(x, 0.5f));
-  return x >= 0.0f ? 1.0f + e.erf : e.erfc;
+// The standard normal distribution at x: Phi(x) = erfc(-x / sqrt(2)) / 2 and exp(-x^2 / 2) (the
+// density without its 1 / sqrt(2 pi)). One formula for every z = |x| / sqrt(2): erfc(z) / 2 =
+// t exp(-z^2) S(t) with t = 1 / (1 + z/2) in (0, 1] and S a fit by tools/vec_math/fit_erf.py
+// (within 4 ulps). exp(-z^2) comes from x itself, not from the rounded z, so the far negative
+// tail keeps its relative accuracy.
+struct NormalAt {
+  fvec cdf, exp_neg_half_square;
+};
+inline NormalAt normal_at(fvec x) {
+  const fvec e = exp_neg_square(x, 0.5f);
+  const fvec t = 1.0f / fma_vec(abs_vec(x), splat(0.35355339059327376f), splat(1.0f));
+  const fvec s = horner(t, 2.162388712e-02f, -1.174999997e-01f, 2.471370846e-01f, -2.278380543e-01f,
+                        6.634823978e-02f, -2.972636372e-02f, 4.676614702e-02f, 8.765195310e-02f,
+                        1.234428585e-01f, 1.410468519e-01f, 1.410474032e-01f);
+  const fvec half_erfc = t * e * s;
+  return {x >= 0.0f ? 1.0f - half_erfc : half_erfc, e};
 }
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 // gelu(x) = x Phi(x) and its derivative Phi(x) + x phi(x).
-inline fvec gelu_vec(fvec x) { return 0.5f * x * one_plus_erf_scaled(x); }
+inline fvec gelu_vec(fvec x) { return x * normal_at(x).cdf; }
 inline fvec gelu_grad_vec(fvec x) {
-  return 0.5f * one_plus_erf_scaled(x) + x * kInvSqrt2Pi * exp_neg_square(x, 0.5f);
+  const NormalAt n = normal_at(x);
+  return fma_vec(x * kInvSqrt2Pi, n.exp_neg_half_square, n.cdf);
 }
 // The tanh approximation: 0.5 x (1 + tanh(y)) = x sigmoid(2y), y = sqrt(2/pi) (x + 0.044715 x^3).
 constexpr float kGeluBeta = 0.79788456080286536f, kGeluKappa = 0.044715f;
