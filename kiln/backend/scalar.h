@@ -369,6 +369,14 @@ struct Relu {
       return a < T(0) ? T(0) : a;
   }
 };
+// The gradient of relu-like ops: grad where x > threshold, else 0.
+struct ThresholdBackward {
+  double threshold;
+  template <class T>
+  KILN_HD T operator()(T grad, T x) const {
+    return x > static_cast<T>(threshold) ? grad : T(0);
+  }
+};
 struct Hardtanh {
   double min_val, max_val;
   template <class T>

@@ -71,24 +71,35 @@ void add_product_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out,
 
 Tensor scaled(const Tensor& t, const Scalar& s) { return s.to_double() == 1 ? t : t * s; }
 
-// d(a @ b) for 2-D or batched operands: grad @ b^T and a^T @ grad, times alpha.
-Tensor grad_a(const Tensor& grad, const Tensor& b, const Scalar& alpha) {
-  return scaled(b.dim() == 3 ? grad.bmm(b.transpose(1, 2)) : grad.mm(b.t()), alpha);
+// Whether t is laid out as the transpose of a contiguous matrix (or batch of them), as
+// linear's weight.t() is. Its gradient is then computed in that layout too, (x^T)^T, so that it
+// reaches the parameter contiguous and accumulates and updates without a copy.
+bool transposed_layout(const Tensor& t) { return !t.is_contiguous() && t.mT().is_contiguous(); }
+
+// p @ q for 2-D or batched operands.
+Tensor product(const Tensor& p, const Tensor& q) { return p.dim() == 3 ? p.bmm(q) : p.mm(q); }
+
+// d(a @ b): grad @ b^T and a^T @ grad, times alpha, each in its operand's layout.
+Tensor grad_a(const Tensor& grad, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (transposed_layout(a)) return scaled(product(b, grad.mT()).mT(), alpha);
+  return scaled(product(grad, b.mT()), alpha);
 }
-Tensor grad_b(const Tensor& grad, const Tensor& a, const Scalar& alpha) {
-  return scaled(a.dim() == 3 ? a.transpose(1, 2).bmm(grad) : a.t().mm(grad), alpha);
+Tensor grad_b(const Tensor& grad, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (transposed_layout(b)) return scaled(product(grad.mT(), a).mT(), alpha);
+  return scaled(product(a.mT(), grad), alpha);
 }
 
 std::vector<Tensor> product_backward(const BackwardContext& c) {
-  return {c.needs_grad(0) ? grad_a(c.grad(), c.input(1), 1) : Tensor(),
-          c.needs_grad(1) ? grad_b(c.grad(), c.input(0), 1) : Tensor()};
+  const Tensor &a = c.input(0), &b = c.input(1);
+  return {c.needs_grad(0) ? grad_a(c.grad(), a, b, 1) : Tensor(),
+          c.needs_grad(1) ? grad_b(c.grad(), a, b, 1) : Tensor()};
 }
 
 std::vector<Tensor> add_product_backward(const BackwardContext& c) {
   const Scalar beta = c.attrs.scalar(0), alpha = c.attrs.scalar(1);
   return {c.needs_grad(0) ? scaled(c.grad(), beta) : Tensor(),  // autograd sums it to self's shape
-          c.needs_grad(1) ? grad_a(c.grad(), c.input(2), alpha) : Tensor(),
-          c.needs_grad(2) ? grad_b(c.grad(), c.input(1), alpha) : Tensor()};
+          c.needs_grad(1) ? grad_a(c.grad(), c.input(1), c.input(2), alpha) : Tensor(),
+          c.needs_grad(2) ? grad_b(c.grad(), c.input(1), c.input(2), alpha) : Tensor()};
 }
 
 std::vector<OpSample> product_samples(ScalarType dt, int64_t batch) {

@@ -1,5 +1,6 @@
-// Activation functions: sigmoid, logsigmoid, relu, relu6, leaky_relu, elu, selu, gelu (and its
-// fused gelu_backward), silu, mish, softplus, hardtanh, hardsigmoid, hardswish.
+// Activation functions: sigmoid, logsigmoid, relu (and its fused threshold_backward), relu6,
+// leaky_relu, elu, selu, gelu (and its fused gelu_backward), silu, mish, softplus, hardtanh,
+// hardsigmoid, hardswish.
 #include <numbers>
 
 #include "kiln/backend/scalar.h"
@@ -46,6 +47,11 @@ const std::string& gelu_mode(const Attrs& a) {
   return m;
 }
 
+Tensor threshold_backward(const Tensor& grad, const Tensor& x, const Scalar& threshold) {
+  static const OpDef& op = get_op("threshold_backward");
+  return pointwise::call(op, {grad, x}, {threshold});
+}
+
 Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate) {
   static const OpDef& op = get_op("gelu_backward");
   return pointwise::call(op, {grad, x}, {approximate});
@@ -88,12 +94,31 @@ KILN_REGISTER_OP(relu)
     .cpu(pointwise::kernel<scalar::Relu, 1, Dtypes::Numeric | Dtypes::Native16>("relu"))
     .save_outputs()
     .backward([](const BackwardContext& c) {
-      return grads(where(c.output() > 0, c.grad(), zeros_like(c.grad())));
+      return grads(threshold_backward(c.grad(), c.output(), 0));
     })
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference(reference([](double x) { return x > 0 ? x : 0.0; }))
     .dtypes(pointwise::kNumeric)
     .lowering("pointwise:kiln::scalar::Relu");
+
+KILN_REGISTER_OP(threshold_backward)
+    .schema("threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor")
+    .meta(meta::broadcast("threshold_backward", meta::ResultKind::Promote))
+    .cpu(pointwise::kernel_with<2, Dtypes::Numeric | Dtypes::Native16>(
+        "threshold_backward",
+        [](const Attrs& a) { return scalar::ThresholdBackward{a.scalar(0).to_double()}; }))
+    .backward([](const BackwardContext& c) {
+      return grads(threshold_backward(c.grad(), c.input(1), c.attrs.scalar(0)),
+                   zeros_like(c.input(1)));
+    })
+    .samples([](ScalarType dt) {
+      return pointwise::with_attrs(samples::binary(dt), {Scalar(0.5)});
+    })
+    .reference(pointwise::reference_fn([](const double* v, const Attrs& a) {
+      return v[1] > a.scalar(0).to_double() ? v[0] : 0;
+    }))
+    .dtypes(pointwise::kNumeric)
+    .lowering("pointwise:kiln::scalar::ThresholdBackward");
 
 KILN_REGISTER_OP(relu6)
     .schema("relu6(Tensor self) -> Tensor")
