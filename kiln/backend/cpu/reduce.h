@@ -98,6 +98,8 @@ typename R::Acc fold_run(const R& r, const T* p, int64_t n) {
     for (i += L; i < end; i += L)
       for (int64_t k = 0; k < L; ++k) lanes[k] = r.fold(lanes[k], static_cast<C>(p[i + k]));
     // Pairwise over the lanes (vectorised halves), then one step into the wider accumulator.
+    // Unrolled so that each half has a constant length the compiler vectorises.
+#pragma GCC unroll 8
     for (int64_t h = L / 2; h >= 1; h /= 2)
       for (int64_t k = 0; k < h; ++k) lanes[k] = r.merge(lanes[k], lanes[k + h]);
     acc = r.add_lane(acc, lanes[0]);
