@@ -12,10 +12,12 @@ namespace {
 class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
-    // Large buffers are aligned to, and backed by, 2 MB transparent huge pages: first touching
-    // them takes one page fault per 2 MB instead of per 4 KB, which is most of the time of a
-    // memory-bound op writing a fresh output (an index_select into 256 MB, say).
-    const size_t align = nbytes >= kHugePage ? kHugePage : kCpuAlignment;
+    // Buffers beyond glibc's largest mmap threshold (32 MB) get fresh pages from the kernel on
+    // every allocation, and first touching them is most of the time of a memory-bound op that
+    // writes one (an index_select into 256 MB, say). They are aligned to, and advised to be
+    // backed by, 2 MB transparent huge pages: one fault per 2 MB instead of per 4 KB. Smaller
+    // buffers are left to malloc, which reuses freed memory without faults.
+    const size_t align = nbytes > kHugeThreshold ? kHugePage : kCpuAlignment;
     const size_t rounded = nbytes == 0 ? align : (nbytes + align - 1) / align * align;
     void* p = std::aligned_alloc(align, rounded);
     KILN_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes");
@@ -27,6 +29,7 @@ class CpuAllocator final : public Allocator {
 
  private:
   static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr size_t kHugeThreshold = size_t{32} << 20;
   void deallocate(void* p) override { std::free(p); }
 };
 
