@@ -3,6 +3,7 @@
 // max_pool_gather reads a tensor at them; each is the other's derivative.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kiln/ops/conv.h"
 #include "kiln/ops/conv_util.h"
@@ -14,7 +15,8 @@
 namespace kiln {
 namespace {
 
-// One window's maximum and its flat index; NaN wins, as in PyTorch.
+// One window's maximum and its flat index; the first NaN wins, as in PyTorch. Branch-free: which
+// element wins is data, and a branch on it mispredicts half the time.
 template <class T>
 void window_max(const T* plane, int64_t width, pool::Span h, pool::Span w, T* value,
                 int64_t* index) {
@@ -23,13 +25,10 @@ void window_max(const T* plane, int64_t width, pool::Span h, pool::Span w, T* va
   for (int64_t ih = h.begin; ih < h.end; ih += h.step) {
     for (int64_t iw = w.begin; iw < w.end; iw += w.step) {
       const T v = plane[ih * width + iw];
-      if (v > best || std::isnan(v)) {
-        best = v;
-        at = ih * width + iw;
-        if (std::isnan(v)) break;
-      }
+      const bool take = (v > best) | ((v != v) & (best == best));
+      best = take ? v : best;
+      at = take ? ih * width + iw : at;
     }
-    if (std::isnan(best)) break;
   }
   *value = best;
   *index = at;
@@ -42,6 +41,10 @@ void max_pool_kernel(const Tensor& input, Tensor& values, Tensor& indices, const
   const int64_t H = x.size(2).guard_int(), W = x.size(3).guard_int();
   const int64_t OH = values.size(2).guard_int(), OW = values.size(3).guard_int();
   const int64_t planes = x.size(0).guard_int() * x.size(1).guard_int();
+  // The windows are the same in every plane: computed once, not per output element.
+  std::vector<pool::Span> rows(OH), cols(OW);
+  for (int64_t oh = 0; oh < OH; ++oh) rows[oh] = span(0, oh);
+  for (int64_t ow = 0; ow < OW; ++ow) cols[ow] = span(1, ow);
   pool::compute_into(values, [&](Tensor& out) {
     pool::visit_compute(out.dtype(), [&]<class T>(T) {
       const T* px = x.data_ptr<T>();
@@ -51,7 +54,7 @@ void max_pool_kernel(const Tensor& input, Tensor& values, Tensor& indices, const
         for (int64_t oh = 0; oh < OH; ++oh)
           for (int64_t ow = 0; ow < OW; ++ow) {
             const int64_t j = (p * OH + oh) * OW + ow;
-            window_max(px + p * H * W, W, span(0, oh), span(1, ow), po + j, pi + j);
+            window_max(px + p * H * W, W, rows[oh], cols[ow], po + j, pi + j);
           }
       });
     });
