@@ -267,24 +267,33 @@ void visit_floating(ScalarType t, const char* op, F&& f) {
       KILN_FAIL(op, ": not supported for dtype ", t, " (expected a floating dtype)");
   }
 }
+// Calls f with the C++ type of integer dtype t (bool excluded); false when t is not one.
 template <class F>
-void visit_numeric(ScalarType t, const char* op, F&& f) {  // every dtype but bool
+bool visit_integer(ScalarType t, F& f) {
   switch (t) {
     case kUInt8:
-      return f(uint8_t{});
+      f(uint8_t{});
+      return true;
     case kInt8:
-      return f(int8_t{});
+      f(int8_t{});
+      return true;
     case kInt16:
-      return f(int16_t{});
+      f(int16_t{});
+      return true;
     case kInt32:
-      return f(int32_t{});
+      f(int32_t{});
+      return true;
     case kInt64:
-      return f(int64_t{});
-    case kBool:
-      KILN_FAIL(op, ": not supported for dtype bool");
+      f(int64_t{});
+      return true;
     default:
-      return visit_floating(t, op, f);
+      return false;
   }
+}
+template <class F>
+void visit_numeric(ScalarType t, const char* op, F&& f) {  // every dtype but bool
+  KILN_CHECK(t != kBool, op, ": not supported for dtype bool");
+  if (!visit_integer(t, f)) visit_floating(t, op, f);
 }
 template <class F>
 void visit_all(ScalarType t, const char* op, F&& f) {
@@ -293,22 +302,9 @@ void visit_all(ScalarType t, const char* op, F&& f) {
 }
 template <class F>
 void visit_integral(ScalarType t, const char* op, F&& f) {  // bitwise ops: ints and bool
-  switch (t) {
-    case kBool:
-      return f(bool{});
-    case kUInt8:
-      return f(uint8_t{});
-    case kInt8:
-      return f(int8_t{});
-    case kInt16:
-      return f(int16_t{});
-    case kInt32:
-      return f(int32_t{});
-    case kInt64:
-      return f(int64_t{});
-    default:
-      KILN_FAIL(op, ": not supported for dtype ", t, " (expected an integral dtype)");
-  }
+  if (t == kBool) return f(bool{});
+  if (!visit_integer(t, f))
+    KILN_FAIL(op, ": not supported for dtype ", t, " (expected an integral dtype)");
 }
 
 }  // namespace kiln::cpu
