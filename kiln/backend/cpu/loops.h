@@ -93,17 +93,29 @@ void for_each_run(const LoopPlan<N>& p, const std::array<char*, N + 1>& base,
   const int64_t outer = p.numel / (inner == 0 ? 1 : inner);
   if (p.numel == 0) return;
   const int64_t outer_dims = static_cast<int64_t>(p.sizes.size()) - 1;
+  // Byte steps per outer dim and operand.
+  std::vector<std::array<int64_t, N + 1>> step(outer_dims);
+  for (int64_t d = 0; d < outer_dims; ++d)
+    for (size_t k = 0; k <= N; ++k) step[d][k] = p.strides[d][k] * static_cast<int64_t>(elsize[k]);
   auto run_range = [&](int64_t begin, int64_t end) {
+    // The multi-index of run `begin`, then odometer steps from run to run: runs can be short
+    // (a transposed copy's rows), and a division per dim per run would cost more than the run.
+    std::vector<int64_t> index(outer_dims);
+    std::array<char*, N + 1> ptr = base;
+    int64_t rem = begin;
+    for (int64_t d = outer_dims - 1; d >= 0; --d) {
+      index[d] = rem % p.sizes[d];
+      rem /= p.sizes[d];
+      for (size_t k = 0; k <= N; ++k) ptr[k] += index[d] * step[d][k];
+    }
     for (int64_t r = begin; r < end; ++r) {
-      std::array<char*, N + 1> ptr = base;
-      int64_t rem = r;
-      for (int64_t d = outer_dims - 1; d >= 0; --d) {
-        int64_t i = rem % p.sizes[d];
-        rem /= p.sizes[d];
-        for (size_t k = 0; k <= N; ++k)
-          ptr[k] += i * p.strides[d][k] * static_cast<int64_t>(elsize[k]);
-      }
       body(ptr, inner, inner_stride);
+      for (int64_t d = outer_dims - 1; d >= 0; --d) {
+        for (size_t k = 0; k <= N; ++k) ptr[k] += step[d][k];
+        if (++index[d] < p.sizes[d]) break;
+        for (size_t k = 0; k <= N; ++k) ptr[k] -= p.sizes[d] * step[d][k];
+        index[d] = 0;
+      }
     }
   };
   if (p.numel >= kParallelGrain && outer > 1) {
