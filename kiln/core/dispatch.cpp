@@ -42,12 +42,12 @@ Device pick_device(const OpDef& op, const std::vector<Tensor>& inputs) {
   return default_device();
 }
 
-Tensor make_output(const TensorSpec& s, const std::vector<Tensor>& inputs, bool meta) {
+Tensor make_output(TensorSpec&& s, const std::vector<Tensor>& inputs, bool meta) {
   if (s.inplace_of >= 0) return inputs.at(s.inplace_of);
-  SymShape strides = s.strides.empty() ? contiguous_strides(s.sizes) : s.strides;
+  SymShape strides = s.strides.empty() ? contiguous_strides(s.sizes) : std::move(s.strides);
   if (s.view_of >= 0) {
     const Tensor& base = inputs.at(s.view_of);
-    return Tensor(std::make_shared<TensorImpl>(base.impl()->storage(), s.dtype, s.sizes,
+    return Tensor(std::make_shared<TensorImpl>(base.impl()->storage(), s.dtype, std::move(s.sizes),
                                                std::move(strides), s.storage_offset));
   }
   Storage storage;
@@ -66,7 +66,7 @@ Tensor make_output(const TensorSpec& s, const std::vector<Tensor>& inputs, bool 
     storage = std::make_shared<StorageImpl>(static_cast<size_t>(extent) * element_size(s.dtype),
                                             s.device);
   }
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), s.dtype, s.sizes,
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), s.dtype, std::move(s.sizes),
                                              std::move(strides), 0));
 }
 
@@ -74,7 +74,8 @@ Tensor make_output(const TensorSpec& s, const std::vector<Tensor>& inputs, bool 
 void check_strided(const OpDef& op, const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i)
     KILN_CHECK(!inputs[i].defined() || inputs[i].impl()->layout() == Layout::Strided, op.name,
-               ": input ", i, " is a sparse CSR tensor, but the op takes strided (dense) tensors; "
+               ": input ", i,
+               " is a sparse CSR tensor, but the op takes strided (dense) tensors; "
                "convert it with to_dense() or use kiln::sparse::mm");
 }
 
@@ -90,7 +91,7 @@ std::vector<Tensor> make_outputs(const OpDef& op, const std::vector<Tensor>& inp
   std::vector<TensorSpec> specs = op.meta_(inputs, attrs);
   std::vector<Tensor> outs;
   outs.reserve(specs.size());
-  for (auto& s : specs) outs.push_back(make_output(s, inputs, meta));
+  for (auto& s : specs) outs.push_back(make_output(std::move(s), inputs, meta));
   return outs;
 }
 }  // namespace
