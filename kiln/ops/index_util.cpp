@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kiln/backend/cpu/copy.h"
+#include "kiln/ops/inplace.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/samples.h"
 #include "kiln/ops/shape_util.h"
@@ -49,81 +50,8 @@ void finish_output(const Tensor& out, const Tensor& target) {
   if (target.numel() > 0 && target.data_ptr() != out.data_ptr()) cpu::copy(out, target);
 }
 
-namespace {
-
-bool shares_storage(const std::vector<Tensor>& in) {
-  for (size_t k = 1; k < in.size(); ++k)
-    if (in[k].defined() && in[k].impl()->storage() == in[0].impl()->storage()) return true;
-  return false;
-}
-
-bool has_overlap(const Tensor& self) {
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (self.size(d).guard_int() > 1 && self.stride(d).guard_int() == 0) return true;
-  return false;
-}
-
-// "scatter(Tensor self, ...) -> Tensor" becomes "scatter_(Tensor(a!) self, ...) -> Tensor(a!)".
-std::string inplace_schema(std::string s, const std::string& name) {
-  auto replace = [&s](const std::string& from, const std::string& to) {
-    size_t at = s.find(from);
-    if (at != std::string::npos) s.replace(at, from.size(), to);
-  };
-  replace(name + "(", name + "_(");
-  replace("Tensor self", "Tensor(a!) self");
-  replace("-> Tensor", "-> Tensor(a!)");
-  return s;
-}
-
-void derive_inplace(const OpDef& base) {
-  OpDef& d = register_op(base.name + "_");
-  const std::string* name = &d.name;
-  d.schema(inplace_schema(base.schema_, base.name))
-      .meta([&base, name](const std::vector<Tensor>& in, const Attrs& a) {
-        const Tensor& self = in.at(0);
-        KILN_CHECK(!has_overlap(self), *name,
-                   ": unsupported operation: more than one element of the written-to tensor "
-                   "refers to a single memory location. Please clone() the tensor before "
-                   "performing the operation.");
-        TensorSpec s = base.meta_(in, a).at(0);
-        KILN_CHECK(SymIntArrayRef(s.sizes) == self.sizes(), *name, ": output with shape ",
-                   self.sizes(), " doesn't match the broadcast shape ", SymIntArrayRef(s.sizes));
-        s.strides = {};
-        s.inplace_of = 0;
-        return std::vector<TensorSpec>{s};
-      })
-      .backward(base.backward_)
-      .reference(base.reference_)
-      .dtypes(base.dtypes_)
-      .lowering("inplace:" + base.name)
-      .inplace();
-  d.samples([&base](ScalarType dt) {
-    std::vector<OpSample> fitting;
-    for (OpSample& s : base.samples_(dt))
-      if (!s.inputs.at(0).impl()->is_wrapped_number() && !has_overlap(s.inputs[0]) &&
-          SymIntArrayRef(base.meta_(s.inputs, s.attrs).at(0).sizes) == s.inputs[0].sizes())
-        fitting.push_back(std::move(s));
-    return fitting;
-  });
-  const KernelFn kernel = base.kernels[static_cast<int>(DeviceType::CPU)];
-  d.cpu([kernel](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-    const Tensor& self = in[0];
-    if (self.is_contiguous() && !shares_storage(in)) return kernel(in, out, a);
-    std::vector<Tensor> tmp{empty(self.sym_sizes(), self.dtype())};
-    kernel(in, tmp, a);
-    cpu::copy(self, tmp[0]);
-  });
-  d.saves_inputs = base.saves_inputs;
-  d.saves_outputs = base.saves_outputs;
-  d.atol = base.atol;
-  d.rtol = base.rtol;
-}
-
-}  // namespace
-
 bool register_inplace(std::initializer_list<const char*> names) {
-  for (const char* n : names) derive_inplace(get_op(n));
-  return true;
+  return kiln::register_inplace(names, InplaceKind::Indexed);
 }
 
 Tensor f64(const Tensor& t) { return t.detach().to(kFloat64).contiguous(); }

@@ -33,9 +33,8 @@ Tensor expand_index(const Tensor& idx, std::vector<int64_t> sizes, int64_t dim);
 Tensor scatter_target(const Tensor& out, const Tensor& self);
 void finish_output(const Tensor& out, const Tensor& target);
 
-// Registers "<name>_" for each listed entry whose output has input 0's shape and dtype: same
-// kernel (run on a contiguous temporary when self is strided or aliased), backward and
-// reference; samples are the entry's whose input 0 can be written.
+// register_inplace(names, InplaceKind::Indexed) (kiln/ops/inplace.h): "<name>_" entries for
+// ops whose results read any element of their inputs.
 bool register_inplace(std::initializer_list<const char*> names);
 
 // Float64 reference helpers: contiguous float64 / int64 copies, and flat <-> multi-index.

@@ -1,5 +1,6 @@
 #include "kiln/ops/pointwise_util.h"
 
+#include "kiln/ops/inplace.h"
 #include "kiln/ops/ops.h"
 
 namespace kiln::pointwise {
@@ -73,6 +74,10 @@ std::vector<OpSample> nonzero_input(std::vector<OpSample> samples, size_t k) {
     t.copy_(v);
   }
   return samples;
+}
+
+bool register_inplace(std::initializer_list<const char*> names) {
+  return kiln::register_inplace(names, InplaceKind::Elementwise);
 }
 
 }  // namespace kiln::pointwise

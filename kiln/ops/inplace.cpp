@@ -1,0 +1,135 @@
+#include "kiln/ops/inplace.h"
+
+#include <string>
+#include <vector>
+
+#include "kiln/ops/meta.h"
+#include "kiln/ops/ops.h"
+#include "kiln/ops/registry.h"
+
+namespace kiln {
+namespace {
+
+// PyTorch's canCast: an in-place result may not go from floating to integral or from a
+// number to bool; every other conversion (float64 -> float16, int64 -> int32, ...) is allowed.
+bool can_cast(ScalarType from, ScalarType to) {
+  if (is_floating_point(from) && !is_floating_point(to)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
+// An expanded tensor: more than one of its elements is stored in one place.
+bool has_internal_overlap(const Tensor& self) {
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    auto size = self.sizes()[d].maybe_int();
+    auto stride = self.strides()[d].maybe_int();
+    if (size && stride && *size > 1 && *stride == 0) return true;
+  }
+  return false;
+}
+
+// Whether another input reads self's memory: at all, or (same_layout_ok) through another layout.
+bool aliased(const std::vector<Tensor>& in, bool same_layout_ok) {
+  const TensorImpl& self = *in[0].impl();
+  for (size_t k = 1; k < in.size(); ++k) {
+    if (!in[k].defined()) continue;
+    const TensorImpl& o = *in[k].impl();
+    if (o.storage() != self.storage()) continue;
+    const bool same_layout = o.sizes() == self.sizes() && o.strides() == self.strides() &&
+                             o.storage_offset() == self.storage_offset();
+    if (!(same_layout_ok && same_layout)) return true;
+  }
+  return false;
+}
+
+// "add(Tensor self, ...) -> Tensor" becomes "add_(Tensor(a!) self, ...) -> Tensor(a!)".
+std::string inplace_schema(std::string s, const std::string& name) {
+  auto replace = [&s](const std::string& from, const std::string& to) {
+    size_t at = s.find(from);
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+  };
+  replace(name + "(", name + "_(");
+  replace("Tensor self", "Tensor(a!) self");
+  replace("-> Tensor", "-> Tensor(a!)");
+  return s;
+}
+
+MetaFn inplace_meta(const OpDef* base, const std::string* name) {
+  return [base, name](const std::vector<Tensor>& in, const Attrs& attrs) {
+    const Tensor& self = in.at(0);
+    KILN_CHECK(!has_internal_overlap(self), *name,
+               ": unsupported operation: more than one element of the written-to tensor refers "
+               "to a single memory location. Please clone() the tensor before performing the "
+               "operation.");
+    const TensorSpec result = base->meta_(in, attrs).at(0);
+    KILN_CHECK(SymIntArrayRef(result.sizes) == self.sizes(), *name, ": output with shape ",
+               self.sizes(), " doesn't match the broadcast shape ", SymIntArrayRef(result.sizes));
+    KILN_CHECK(can_cast(result.dtype, self.dtype()), *name, ": result type ", result.dtype,
+               " can't be cast to the desired output type ", self.dtype());
+    TensorSpec s = meta::spec(self.sym_sizes(), self.dtype(), self.device());
+    s.inplace_of = 0;
+    return std::vector<TensorSpec>{s};
+  };
+}
+
+KernelFn inplace_kernel(const OpDef* base, KernelFn kernel, InplaceKind kind) {
+  return [base, kernel, kind](const std::vector<Tensor>& in, std::vector<Tensor>& out,
+                              const Attrs& attrs) {
+    const Tensor& self = in[0];
+    const ScalarType result = base->meta_(in, attrs).at(0).dtype;
+    const bool direct = kind == InplaceKind::Elementwise
+                            ? !aliased(in, /*same_layout_ok=*/true)
+                            : self.is_contiguous() && !aliased(in, /*same_layout_ok=*/false);
+    if (result == self.dtype() && direct) {
+      kernel(in, out, attrs);  // out[0] is self
+      return;
+    }
+    std::vector<Tensor> tmp{empty(self.sym_sizes(), TensorOptions(result).device(self.device()))};
+    kernel(in, tmp, attrs);
+    Tensor dst = self;
+    dst.copy_(tmp[0]);
+  };
+}
+
+SampleFn inplace_samples(const OpDef* base) {
+  return [base](ScalarType dt) {
+    std::vector<OpSample> fitting;
+    for (OpSample& s : base->samples_(dt)) {
+      const Tensor& self = s.inputs.at(0);
+      if (!self.defined() || self.impl()->is_wrapped_number() || has_internal_overlap(self))
+        continue;
+      const TensorSpec spec = base->meta_(s.inputs, s.attrs).at(0);
+      if (SymIntArrayRef(spec.sizes) == self.sizes() && can_cast(spec.dtype, self.dtype()))
+        fitting.push_back(std::move(s));
+    }
+    return fitting;
+  };
+}
+
+void derive_inplace(const OpDef& base, InplaceKind kind) {
+  OpDef& d = register_op(base.name + "_");
+  const std::string* name = &d.name;  // OpDefs live as long as the registry
+  d.schema(inplace_schema(base.schema_, base.name))
+      .meta(inplace_meta(&base, name))
+      .backward(base.backward_)
+      .samples(inplace_samples(&base))
+      .reference(base.reference_)
+      .dtypes(base.dtypes_)
+      .lowering("inplace:" + base.name)
+      .inplace();
+  for (int dev = 0; dev < kNumDeviceTypes; ++dev)
+    if (base.kernels[dev]) d.kernels[dev] = inplace_kernel(&base, base.kernels[dev], kind);
+  d.saves_inputs = base.saves_inputs;
+  d.saves_outputs = base.saves_outputs;
+  d.atol = base.atol;
+  d.rtol = base.rtol;
+}
+
+}  // namespace
+
+bool register_inplace(std::initializer_list<const char*> names, InplaceKind kind) {
+  for (const char* n : names) derive_inplace(get_op(n), kind);
+  return true;
+}
+
+}  // namespace kiln
