@@ -14,10 +14,13 @@ class Allocator {
  public:
   virtual ~Allocator() = default;
   virtual void* allocate(size_t nbytes) = 0;
-  virtual void deallocate(void* p) = 0;
+  // nbytes is what allocate was asked for.
+  virtual void deallocate(void* p, size_t nbytes) = 0;
 };
 // The allocator for a device type; CPU returns 64-byte aligned memory.
 Allocator* get_allocator(DeviceType t);
+// The default CPU allocator (kiln/core/cpu_allocator.cpp).
+Allocator* cpu_allocator();
 void set_allocator(DeviceType t, Allocator* a);
 constexpr size_t kCpuAlignment = 64;
 

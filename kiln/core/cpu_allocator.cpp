@@ -1,0 +1,168 @@
+#include "kiln/core/cpu_allocator.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "kiln/core/error.h"
+#include "kiln/core/storage.h"
+
+namespace kiln {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugeBuffer = size_t{32} << 20;
+// From 1 MB up, glibc serves buffers from fresh mmaps or from a heap top it keeps trimming and
+// regrowing, so a loop allocating the same 4 MB output faults its pages in again and again
+// (4x the op's time); these sizes go through the cache, rounded to 64 KB.
+constexpr size_t kCachedBuffer = size_t{1} << 20;
+constexpr size_t kGranule = size_t{64} << 10;
+
+size_t default_cache_limit() {
+  if (const char* mb = std::getenv("KILN_CPU_CACHE_MB")) return size_t(std::atoll(mb)) << 20;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const size_t eighth = pages > 0 && page > 0 ? size_t(pages) * size_t(page) / 8 : 0;
+  return std::min(size_t{1} << 30, eighth);
+}
+
+// Released buffers, found by their rounded size (a training step allocates the same sizes every
+// iteration, so exact matches are what gets reused) and evicted oldest first past the limit.
+class BufferCache {
+ public:
+  void* take(size_t rounded) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = by_size_.find(rounded);
+    if (it == by_size_.end()) return nullptr;
+    void* p = it->second->ptr;
+    oldest_first_.erase(it->second);
+    by_size_.erase(it);
+    bytes_ -= rounded;
+    return p;
+  }
+  // Keeps p for reuse; false when p alone is over the limit.
+  bool put(void* p, size_t rounded) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (rounded > limit_) return false;
+    oldest_first_.push_back({p, rounded});
+    by_size_.emplace(rounded, std::prev(oldest_first_.end()));
+    bytes_ += rounded;
+    trim_to(limit_);
+    return true;
+  }
+  void set_limit(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    limit_ = bytes;
+    trim_to(limit_);
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trim_to(0);
+  }
+  size_t bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bytes_;
+  }
+  size_t limit() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return limit_;
+  }
+
+ private:
+  struct Block {
+    void* ptr;
+    size_t size;
+  };
+  using Blocks = std::list<Block>;
+  void trim_to(size_t bytes) {
+    while (bytes_ > bytes) {
+      const Block oldest = oldest_first_.front();
+      auto [first, last] = by_size_.equal_range(oldest.size);
+      for (auto it = first; it != last; ++it) {
+        if (it->second == oldest_first_.begin()) {
+          by_size_.erase(it);
+          break;
+        }
+      }
+      oldest_first_.pop_front();
+      std::free(oldest.ptr);
+      bytes_ -= oldest.size;
+    }
+  }
+
+  std::mutex mutex_;
+  Blocks oldest_first_;
+  std::unordered_multimap<size_t, Blocks::iterator> by_size_;
+  size_t bytes_ = 0;
+  size_t limit_ = default_cache_limit();
+};
+
+BufferCache& cached_buffers() {
+  static BufferCache* cache = new BufferCache();  // outlives static tensors
+  return *cache;
+}
+
+// How a buffer of nbytes is allocated: alignment, the size it is rounded to (the cache's key)
+// and whether it passes through the cache.
+struct Placement {
+  size_t align;
+  size_t rounded;
+  bool cached;
+};
+
+Placement placement(size_t nbytes) {
+  // Buffers over glibc's largest mmap threshold come fresh from the kernel every time; they are
+  // 2 MB aligned and advised onto transparent huge pages: one fault per 2 MB, not per 4 KB.
+  const size_t align = nbytes > kHugeBuffer ? kHugePage : kCpuAlignment;
+  const size_t granule = nbytes > kHugeBuffer     ? kHugePage
+                         : nbytes > kCachedBuffer ? kGranule
+                                                  : align;
+  return {align, nbytes == 0 ? granule : (nbytes + granule - 1) / granule * granule,
+          nbytes > kCachedBuffer};
+}
+
+class CpuAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes) override {
+    const Placement at = placement(nbytes);
+    if (at.cached) {
+      if (void* p = cached_buffers().take(at.rounded)) return p;
+    }
+    void* p = std::aligned_alloc(at.align, at.rounded);
+    if (p == nullptr && cached_buffers().bytes() > 0) {
+      cached_buffers().clear();
+      p = std::aligned_alloc(at.align, at.rounded);
+    }
+    KILN_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes");
+#ifdef MADV_HUGEPAGE
+    if (at.align == kHugePage) madvise(p, at.rounded, MADV_HUGEPAGE);  // advice: errors are fine
+#endif
+    return p;
+  }
+  void deallocate(void* p, size_t nbytes) override {
+    const Placement at = placement(nbytes);
+    if (at.cached && cached_buffers().put(p, at.rounded)) return;
+    std::free(p);
+  }
+};
+
+}  // namespace
+
+Allocator* cpu_allocator() {
+  static CpuAllocator allocator;
+  return &allocator;
+}
+
+namespace cpu {
+
+void empty_cache() { cached_buffers().clear(); }
+size_t cached_bytes() { return cached_buffers().bytes(); }
+void set_cache_limit(size_t bytes) { cached_buffers().set_limit(bytes); }
+size_t cache_limit() { return cached_buffers().limit(); }
+
+}  // namespace cpu
+}  // namespace kiln
