@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <list>
 #include <mutex>
@@ -17,11 +18,11 @@ namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kHugeBuffer = size_t{32} << 20;
-// From 1 MB up, glibc serves buffers from fresh mmaps or from a heap top it keeps trimming and
-// regrowing, so a loop allocating the same 4 MB output faults its pages in again and again
-// (4x the op's time); these sizes go through the cache, rounded to 64 KB.
-constexpr size_t kCachedBuffer = size_t{1} << 20;
-constexpr size_t kGranule = size_t{64} << 10;
+// From 128 KB (glibc's initial mmap threshold) up, glibc serves buffers from fresh mmaps or from
+// a heap top it keeps trimming and regrowing, so a loop allocating the same 4 MB output faults
+// its pages in again and again (4x the op's time). These sizes go through the cache.
+constexpr size_t kCachedBuffer = size_t{128} << 10;
+constexpr size_t kPage = size_t{4} << 10;
 
 size_t default_cache_limit() {
   if (const char* mb = std::getenv("KILN_CPU_CACHE_MB")) return size_t(std::atoll(mb)) << 20;
@@ -117,12 +118,12 @@ struct Placement {
 Placement placement(size_t nbytes) {
   // Buffers over glibc's largest mmap threshold come fresh from the kernel every time; they are
   // 2 MB aligned and advised onto transparent huge pages: one fault per 2 MB, not per 4 KB.
+  // Cached sizes are rounded up to a sixteenth of their power of two (at most 6% more), so
+  // nearby sizes share a slot and a slot's buffer always fits the request.
   const size_t align = nbytes > kHugeBuffer ? kHugePage : kCpuAlignment;
-  const size_t granule = nbytes > kHugeBuffer     ? kHugePage
-                         : nbytes > kCachedBuffer ? kGranule
-                                                  : align;
-  return {align, nbytes == 0 ? granule : (nbytes + granule - 1) / granule * granule,
-          nbytes > kCachedBuffer};
+  const bool cached = nbytes >= kCachedBuffer;
+  const size_t granule = cached ? std::max(kPage, std::bit_floor(nbytes) / 16) : align;
+  return {align, nbytes == 0 ? granule : (nbytes + granule - 1) / granule * granule, cached};
 }
 
 class CpuAllocator final : public Allocator {

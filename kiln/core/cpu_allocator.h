@@ -1,9 +1,9 @@
 #pragma once
-// The CPU allocator's cache of large buffers. Buffers over 1 MB would otherwise often come
-// fresh from the kernel (glibc maps them, or trims and regrows its heap), and faulting their
-// pages in costs more than a memory-bound op that writes them. Released buffers over 1 MB are
-// kept and handed out again for the same rounded size, up to a limit, as PyTorch's CUDA caching
-// allocator does for device memory.
+// The CPU allocator's cache of large buffers. Buffers of 128 KB and more would otherwise often
+// come fresh from the kernel (glibc maps them, or trims and regrows its heap), and faulting
+// their pages in costs more than a memory-bound op that writes them. Released buffers of 128 KB
+// and more are kept and handed out again for the same rounded size (within 6%), up to a limit,
+// as PyTorch's CUDA caching allocator does for device memory.
 #include <cstddef>
 
 namespace kiln::cpu {

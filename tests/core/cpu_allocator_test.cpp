@@ -41,16 +41,16 @@ TEST_F(CpuCache, ReleasedLargeBufferIsReusedForTheSameSize) {
   EXPECT_EQ(cpu::cached_bytes(), kLargeRounded);
 }
 
-TEST_F(CpuCache, BuffersOver1MBAreCachedRoundedTo64KB) {
-  { Tensor a = empty({1 << 17}, kFloat32); }  // 512 KB: left to malloc
+TEST_F(CpuCache, BuffersFrom128KBAreCachedRoundedToASixteenthOfTheirPowerOfTwo) {
+  { Tensor a = empty({(128 << 10) - 1}, kUInt8); }  // left to malloc
   EXPECT_EQ(cpu::cached_bytes(), 0u);
   const void* first = nullptr;
   {
     Tensor a = empty({(1 << 20) + 1}, kFloat32);  // 4 MB + 4 bytes
     first = a.data_ptr();
   }
-  EXPECT_EQ(cpu::cached_bytes(), size_t{(4 << 20) + (64 << 10)});
-  Tensor b = empty({(4 << 20) + 100}, kUInt8);  // the same 64 KB granule
+  EXPECT_EQ(cpu::cached_bytes(), size_t{(4 << 20) + (256 << 10)});
+  Tensor b = empty({(4 << 20) + 100}, kUInt8);  // the same 256 KB step
   EXPECT_EQ(b.data_ptr(), first);
   EXPECT_EQ(cpu::cached_bytes(), 0u);
 }
