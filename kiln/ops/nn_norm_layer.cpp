@@ -1,5 +1,6 @@
 // layer_norm and rms_norm: statistics over the trailing normalized_shape dims (fused one-pass
-// kernel; backward written with Kiln ops). Outputs: y, then the saved statistics.
+// kernel; backward through the fused layer_norm_backward/rms_norm_backward ops). Outputs: y, then
+// the saved statistics.
 #include <cmath>
 #include <limits>
 
@@ -70,31 +71,35 @@ void row_norm_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, do
   nn_util::store(out[0], y);
 }
 
-std::vector<int64_t> trailing_dims(int64_t ndim, int64_t k) {
-  std::vector<int64_t> dims;
-  for (int64_t d = ndim - k; d < ndim; ++d) dims.push_back(d);
-  return dims;
-}
-
+// The fused layer_norm_backward/rms_norm_backward op gives the input and parameter gradients;
+// gradients that reached the saved statistics (double backward) add their terms on top.
 std::vector<Tensor> row_norm_backward(const BackwardContext& c, bool centered) {
+  static const OpDef& layer_op = get_op("layer_norm_backward");
+  static const OpDef& rms_op = get_op("rms_norm_backward");
   const Tensor& x = c.input(0);
   const Tensor& w = c.input(1);
-  const int64_t k = static_cast<int64_t>(c.attrs.ints(0).size());
-  const std::vector<int64_t> dims = trailing_dims(x.dim(), k);
-  double n = 1;
-  for (int64_t d : dims) n *= static_cast<double>(x.size(d).guard_int());
   const Tensor& rstd = c.output(centered ? 2 : 1);
-  const Tensor xhat = centered ? (x - c.output(1)) * rstd : x * rstd;
-  const Tensor gy = c.grad(0).defined() ? c.grad(0) : zeros_like(xhat);
-  const Tensor g = w.defined() ? gy * w : gy;
-  std::vector<Tensor> grads(centered ? 3 : 2);
-  if (c.needs_grad(0)) {
-    grads[0] = nn_util::normalized_input_grad(g, xhat, rstd, dims, centered,
-                                              centered ? c.grad(1) : Tensor(),
-                                              c.grad(centered ? 2 : 1), n);
+  const Tensor gy = c.grad(0).defined() ? c.grad(0) : zeros_like(x);
+  std::vector<Tensor> in{gy, x};
+  if (centered) in.push_back(c.output(1));
+  in.push_back(rstd);
+  in.push_back(w);
+  std::vector<Tensor> grads = call_op(centered ? layer_op : rms_op, in, {c.attrs.ints(0)});
+  const Tensor& grad_mean = centered ? c.grad(1) : Tensor();
+  const Tensor& grad_rstd = c.grad(centered ? 2 : 1);
+  if (grad_mean.defined() || grad_rstd.defined()) {
+    const std::vector<int64_t> dims =
+        nn_util::trailing_dims(x.dim(), static_cast<int64_t>(c.attrs.ints(0).size()));
+    double n = 1;
+    for (int64_t d : dims) n *= static_cast<double>(x.size(d).guard_int());
+    if (grad_mean.defined()) grads[0] = grads[0] + grad_mean / n;
+    if (grad_rstd.defined()) {
+      const Tensor xhat = centered ? (x - c.output(1)) * rstd : x * rstd;
+      grads[0] = grads[0] - grad_rstd * rstd * rstd * xhat / n;
+    }
   }
-  if (c.needs_grad(1)) grads[1] = gy * xhat;  // autograd sums it down to weight's shape
-  if (centered && c.needs_grad(2)) grads[2] = gy;
+  if (!w.defined()) grads[1] = Tensor();
+  if (centered && !c.input(2).defined()) grads[2] = Tensor();
   return grads;
 }
 

@@ -23,6 +23,13 @@ inline Tensor normalized_input_grad(const Tensor& g, const Tensor& xhat, const T
   return dx;
 }
 
+// The last k of ndim dims (the normalized dims of layer_norm/rms_norm).
+inline std::vector<int64_t> trailing_dims(int64_t ndim, int64_t k) {
+  std::vector<int64_t> dims;
+  for (int64_t d = ndim - k; d < ndim; ++d) dims.push_back(d);
+  return dims;
+}
+
 // Sums t over every dim but `keep` (per-channel parameter gradients).
 inline Tensor sum_except(const Tensor& t, int64_t keep) {
   std::vector<int64_t> dims;

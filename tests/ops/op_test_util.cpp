@@ -13,11 +13,21 @@ namespace kiln::testing {
 Tolerance tolerance(const OpDef& op, ScalarType dt) {
   Tolerance t{0, 0};
   switch (dt) {
-    case kFloat64: t = {1e-9, 1e-7}; break;
-    case kFloat32: t = {1e-5, 1e-4}; break;
-    case kFloat16: t = {5e-3, 5e-3}; break;
-    case kBFloat16: t = {3e-2, 2e-2}; break;
-    default: t = {0, 0}; break;
+    case kFloat64:
+      t = {1e-9, 1e-7};
+      break;
+    case kFloat32:
+      t = {1e-5, 1e-4};
+      break;
+    case kFloat16:
+      t = {5e-3, 5e-3};
+      break;
+    case kBFloat16:
+      t = {3e-2, 2e-2};
+      break;
+    default:
+      t = {0, 0};
+      break;
   }
   if (op.atol >= 0 && is_floating_point(dt)) t.atol = std::max(t.atol, op.atol);
   if (op.rtol >= 0 && is_floating_point(dt)) t.rtol = std::max(t.rtol, op.rtol);
@@ -40,18 +50,21 @@ void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol,
   for (int64_t i = 0; i < n; ++i) {
     double x = pa[i], y = pe[i];
     bool ok;
-    if (std::isnan(y)) ok = std::isnan(x);
-    else if (std::isinf(y)) ok = x == y;
-    else ok = std::abs(x - y) <= tol.atol + tol.rtol * std::abs(y);
+    if (std::isnan(y))
+      ok = std::isnan(x);
+    else if (std::isinf(y))
+      ok = x == y;
+    else
+      ok = std::abs(x - y) <= tol.atol + tol.rtol * std::abs(y);
     if (!ok) {
       if (first < 0) first = i;
       ++bad;
     }
   }
-  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << n << " elements differ; first at flat index "
-                    << first << ": got " << (first >= 0 ? pa[first] : 0) << ", expected "
-                    << (first >= 0 ? pe[first] : 0) << " (atol " << tol.atol << ", rtol "
-                    << tol.rtol << ")";
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << n
+                    << " elements differ; first at flat index " << first << ": got "
+                    << (first >= 0 ? pa[first] : 0) << ", expected " << (first >= 0 ? pe[first] : 0)
+                    << " (atol " << tol.atol << ", rtol " << tol.rtol << ")";
 }
 
 Tensor clone_preserving_layout(const Tensor& t) {
@@ -60,8 +73,8 @@ Tensor clone_preserving_layout(const Tensor& t) {
   const Storage& src = i.storage();
   auto storage = std::make_shared<StorageImpl>(src->nbytes(), src->device());
   if (src->nbytes()) std::memcpy(storage->data(), src->data(), src->nbytes());
-  Tensor c(std::make_shared<TensorImpl>(storage, i.dtype(), i.sizes(), i.strides(),
-                                        i.storage_offset()));
+  Tensor c(
+      std::make_shared<TensorImpl>(storage, i.dtype(), i.sizes(), i.strides(), i.storage_offset()));
   c.impl()->set_wrapped_number(i.is_wrapped_number());
   return c;
 }
@@ -82,11 +95,47 @@ Tensor meta_like(const Tensor& t) {
 }
 
 const std::set<std::string>& second_order_ops() {
-  static const std::set<std::string> ops = {
-      "add", "mul", "div", "exp", "log", "tanh", "sigmoid", "pow", "sin", "sqrt",
-      "sum", "mean", "prod", "softmax", "log_softmax", "logsumexp", "matmul", "mm", "bmm",
-      "view", "expand", "permute", "slice", "cat", "var", "norm", "gelu", "silu", "softplus",
-      "where", "maximum", "addmm", "linear", "clone", "select", "index_select", "cumsum"};
+  static const std::set<std::string> ops = {"add",
+                                            "mul",
+                                            "div",
+                                            "exp",
+                                            "log",
+                                            "tanh",
+                                            "sigmoid",
+                                            "pow",
+                                            "sin",
+                                            "sqrt",
+                                            "sum",
+                                            "mean",
+                                            "prod",
+                                            "softmax",
+                                            "log_softmax",
+                                            "logsumexp",
+                                            "matmul",
+                                            "mm",
+                                            "bmm",
+                                            "view",
+                                            "expand",
+                                            "permute",
+                                            "slice",
+                                            "cat",
+                                            "var",
+                                            "norm",
+                                            "gelu",
+                                            "silu",
+                                            "softplus",
+                                            "where",
+                                            "maximum",
+                                            "addmm",
+                                            "linear",
+                                            "clone",
+                                            "select",
+                                            "index_select",
+                                            "cumsum",
+                                            "layer_norm",
+                                            "rms_norm",
+                                            "layer_norm_backward",
+                                            "rms_norm_backward"};
   return ops;
 }
 
@@ -107,8 +156,8 @@ double& element(const Tensor& t, int64_t j) {
 struct Problem {
   const OpDef& op;
   const OpSample& sample;
-  std::vector<size_t> diff;        // indices of differentiable inputs
-  std::vector<Tensor> projections;  // one per float output
+  std::vector<size_t> diff;          // indices of differentiable inputs
+  std::vector<Tensor> projections;   // one per float output
   std::vector<Tensor> grad_weights;  // second order: weights on the first-order grads
 
   std::vector<Tensor> run(const std::vector<Tensor>& in) const {

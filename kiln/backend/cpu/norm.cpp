@@ -78,11 +78,65 @@ void affine_normalize(const T* x, T* y, int64_t rows, int64_t inner, const T* me
                });
 }
 
+template <class T>
+void row_norm_backward(const T* gy, const T* x, const T* mean, const T* rstd, const T* w,
+                       int64_t rows, int64_t n, T* dx, T* dw, T* db) {
+  // Rows are split into one block per thread; each block sums its dw/db columns into its own
+  // slice of `partial`, and the slices are added up at the end.
+  const int64_t blocks = std::min<int64_t>(num_threads(), std::max<int64_t>(1, rows * n / 8192));
+  const bool columns = dw || db;
+  std::vector<T> partial(columns ? static_cast<size_t>(2 * blocks * n) : 0, T(0));
+  const T inv_n = T(1) / static_cast<T>(n);
+  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      T* pw = columns ? partial.data() + 2 * blk * n : nullptr;
+      T* pb = columns ? pw + n : nullptr;
+      for (int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
+        const T* gr = gy + r * n;
+        const T* xr = x + r * n;
+        const T m = mean ? mean[r] : T(0), s = rstd[r];
+        T sum_gh = 0, sum_g = 0;
+#pragma omp simd reduction(+ : sum_gh, sum_g)
+        for (int64_t i = 0; i < n; ++i) {
+          const T g = w ? gr[i] * w[i] : gr[i];
+          sum_gh += g * (xr[i] - m) * s;
+          sum_g += g;
+        }
+        const T a = sum_gh * inv_n, c = mean ? sum_g * inv_n : T(0);
+        T* dr = dx + r * n;
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) {
+          const T g = w ? gr[i] * w[i] : gr[i];
+          const T h = (xr[i] - m) * s;
+          dr[i] = s * (g - h * a - c);
+        }
+        if (!columns) continue;
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) {
+          pw[i] += gr[i] * (xr[i] - m) * s;
+          pb[i] += gr[i];
+        }
+      }
+    }
+  });
+  for (int64_t i = 0; columns && i < n; ++i) {
+    T sw = 0, sb = 0;
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      sw += partial[static_cast<size_t>(2 * blk * n + i)];
+      sb += partial[static_cast<size_t>((2 * blk + 1) * n + i)];
+    }
+    if (dw) dw[i] = sw;
+    if (db) db[i] = sb;
+  }
+}
+
 #define KILN_NORM_INSTANTIATE(T)                                                                  \
   template void row_moments<T>(const T*, int64_t, int64_t, bool, double, T*, T*);                 \
   template void channel_moments<T>(const T*, int64_t, int64_t, int64_t, double*, double*);        \
   template void affine_normalize<T>(const T*, T*, int64_t, int64_t, const T*, const T*, const T*, \
-                                    const T*, bool, int64_t);
+                                    const T*, bool, int64_t);                                     \
+  template void row_norm_backward<T>(const T*, const T*, const T*, const T*, const T*, int64_t,   \
+                                     int64_t, T*, T*, T*);
 KILN_NORM_INSTANTIATE(float)
 KILN_NORM_INSTANTIATE(double)
 #undef KILN_NORM_INSTANTIATE

@@ -23,4 +23,12 @@ template <class T>
 void affine_normalize(const T* x, T* y, int64_t rows, int64_t inner, const T* mean, const T* rstd,
                       const T* w, const T* b, bool per_row_channel, int64_t channels);
 
+// Gradients of y = xhat * w (+ b) with xhat = (x - mean[r]) * rstd[r] over `rows` contiguous
+// rows of n elements, given gy = dL/dy: dx = rstd * (g - xhat * mean(g * xhat) - mean(g)) with
+// g = gy * w, and the column sums dw = sum(gy * xhat), db = sum(gy). mean null: rms_norm (xhat
+// = x * rstd, no mean(g) term). w null: weight 1. dw/db may be null when not wanted.
+template <class T>
+void row_norm_backward(const T* gy, const T* x, const T* mean, const T* rstd, const T* w,
+                       int64_t rows, int64_t n, T* dx, T* dw, T* db);
+
 }  // namespace kiln::cpu
