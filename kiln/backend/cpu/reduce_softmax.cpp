@@ -13,25 +13,35 @@ namespace {
 // Sums of exponentials run in float vectors for at most this many elements, then go to double.
 constexpr int64_t kSumBlock = 1024;
 
-// Rows of 16-bit types up to this length keep their exponentials in a float buffer.
+// Rows of 16-bit types up to this length are widened into a float buffer.
 constexpr int64_t kScratchRow = int64_t{1} << 24;
 
-// One contiguous row in float vectors. exp(x - max) is computed once and kept in the output
-// (float32) or in `scratch` (16-bit types, when given), then rescaled; without a scratch buffer
-// it is recomputed so that each 16-bit output is rounded once.
-template <class T>
-void row_float(const T* x, T* y, int64_t n, bool log, float* scratch) {
-  float* keep = nullptr;
-  if constexpr (std::is_same_v<T, float>)
-    keep = y;
-  else
-    keep = scratch;
-  if (log) keep = nullptr;
+// The maximum of a row; with `widened`, the row is also stored there as floats.
+template <class S>
+float row_max(const S* x, int64_t n, float* widened = nullptr) {
   int64_t i = 0;
   fvec mv = splat(-INFINITY);
-  for (; i + kVec <= n; i += kVec) mv = max_vec(mv, load_vec(x + i));
+  for (; i + kVec <= n; i += kVec) {
+    const fvec v = load_vec(x + i);
+    if (widened) store_vec(widened + i, v);
+    mv = max_vec(mv, v);
+  }
   float m = hmax(mv);
-  for (; i < n; ++i) m = max_nan(m, static_cast<float>(x[i]));
+  for (; i < n; ++i) {
+    const float v = static_cast<float>(x[i]);
+    if (widened) widened[i] = v;
+    m = max_nan(m, v);
+  }
+  return m;
+}
+
+// One contiguous row in float vectors, given its maximum m. exp(x - m) is computed once and
+// kept in `keep` (the float32 output, or a float buffer for 16-bit outputs), then rescaled;
+// without one it is recomputed so that each 16-bit output is rounded once. keep may be x.
+template <class S, class T>
+void row_vec(const S* x, T* y, int64_t n, float m, bool log, float* keep) {
+  if (log) keep = nullptr;
+  int64_t i = 0;
   const fvec mx = splat(m);
   double sum = 0;
   for (i = 0; i < n;) {
@@ -64,6 +74,20 @@ void row_float(const T* x, T* y, int64_t n, bool log, float* scratch) {
   } else {
     for (i = 0; i + kVec <= n; i += kVec) store_vec(y + i, exp_vec(load_vec(x + i) - mx) * invv);
     for (; i < n; ++i) y[i] = static_cast<T>(exp_scalar(static_cast<float>(x[i]) - m) * inv);
+  }
+}
+
+// 16-bit rows are widened into `scratch` (when given) once, so that the passes over the row
+// convert nothing but the final store.
+template <class T>
+void row_float(const T* x, T* y, int64_t n, bool log, float* scratch) {
+  if constexpr (std::is_same_v<T, float>) {
+    row_vec(x, y, n, row_max(x, n), log, y);
+  } else if (scratch) {
+    const float m = row_max(x, n, scratch);
+    row_vec(static_cast<const float*>(scratch), y, n, m, log, scratch);
+  } else {
+    row_vec(x, y, n, row_max(x, n), log, nullptr);
   }
 }
 
@@ -143,7 +167,7 @@ void softmax_as(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
       constexpr bool k16 = !std::is_same_v<T, float> && !std::is_same_v<T, double>;
       // Short rows use the stack: a heap allocation would cost as much as the row.
       float local[1024];
-      const bool use_scratch = k16 && !log && R <= kScratchRow;
+      const bool use_scratch = k16 && R <= kScratchRow;
       std::unique_ptr<float[]> heap(use_scratch && R > 1024 ? new float[R] : nullptr);
       float* scratch = !use_scratch ? nullptr : R > 1024 ? heap.get() : local;
       for (int64_t r = b; r < e; ++r) {

@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "kiln/core/half.h"
 
 namespace kiln::cpu {
@@ -188,9 +192,15 @@ inline fvec load_vec(const float* p) {
   return v;
 }
 inline fvec load_vec(const BFloat16* p) {
+#if defined(__AVX2__)
+  // One widening load; GCC lowers the generic conversion below to two halves and an insert.
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return reinterpret_cast<fvec>(_mm256_slli_epi32(w, 16));
+#else
   u16vec h;
   std::memcpy(&h, p, sizeof(h));
   return reinterpret_cast<fvec>(__builtin_convertvector(h, uvec) << 16);
+#endif
 }
 inline fvec load_vec(const Half* p) {
   fvec v;
