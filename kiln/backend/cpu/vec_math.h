@@ -55,26 +55,40 @@ inline fvec copysign_vec(fvec magnitude, fvec sign) {
 inline fvec min_vec(fvec a, float hi) { return a < hi ? a : splat(hi); }  // NaN -> hi
 inline fvec keep_nan(fvec x, fvec result) { return x != x ? x : result; }
 
-// exp(x + tail) within about 1.5 ulp, where tail is a small correction that x + tail would round
-// away (the low part of an exactly computed argument): x = n ln2 + r with |r| <= ln2/2, exp(r) by
-// its Taylor polynomial to degree 7, times 2^n applied as two factors 2^(n/2) 2^(n-n/2) built in
-// the exponent bits (so subnormal results and overflow come out right). NaN stays NaN.
+// exp(r) for |r| <= ln2/2 + tail by its Taylor polynomial to degree 7, where x = n ln2 + r with
+// n returned (rounded to nearest) and ln2 in two parts so that n * ln2 loses nothing. tail is a
+// small correction that x + tail would round away (the low part of an exactly computed
+// argument).
+inline fvec exp_reduced(fvec x, fvec tail, fvec& n) {
+  // Round to nearest by adding and removing 1.5 * 2^23.
+  n = fma_vec(x, splat(1.44269504088896341f), splat(12582912.0f)) - 12582912.0f;
+  const fvec r =
+      fma_vec(n, splat(2.12194440054690583e-4f), fma_vec(n, splat(-0.693359375f), x)) + tail;
+  return horner(r, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f);
+}
+
+// exp(x + tail) within about 1.5 ulp: exp_reduced times 2^n applied as two factors
+// 2^(n/2) 2^(n-n/2) built in the exponent bits (so subnormal results and overflow come out
+// right). NaN stays NaN.
 inline fvec exp_vec(fvec x, fvec tail = fvec{}) {
   const fvec lo = splat(-104.0f), hi = splat(88.75f);
   fvec xc = x < lo ? lo : x;  // where the result is 0 or inf anyway
   xc = xc > hi ? hi : xc;
-  // Round to nearest by adding and removing 1.5 * 2^23.
-  const fvec n = fma_vec(xc, splat(1.44269504088896341f), splat(12582912.0f)) - 12582912.0f;
-  // r = x - n ln2, with ln2 in two parts so that n * ln2 loses nothing.
-  const fvec r =
-      fma_vec(n, splat(2.12194440054690583e-4f), fma_vec(n, splat(-0.693359375f), xc)) + tail;
-  const fvec p =
-      horner(r, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f);
+  fvec n;
+  const fvec p = exp_reduced(xc, tail, n);
   const ivec ni = __builtin_convertvector(n, ivec);  // NaN lanes: p is NaN already
   const ivec n1 = ni >> 1, n2 = ni - n1;
   const fvec s1 = reinterpret_cast<fvec>((n1 + 127) << 23);
   const fvec s2 = reinterpret_cast<fvec>((n2 + 127) << 23);
   return p * s1 * s2;
+}
+
+// exp(x + tail) where the caller guarantees -87 <= x <= 0: the result is a normal float, so
+// there is nothing to clamp and 2^n is one factor.
+inline fvec exp_normal_range(fvec x, fvec tail) {
+  fvec n;
+  const fvec p = exp_reduced(x, tail, n);
+  return p * reinterpret_cast<fvec>((__builtin_convertvector(n, ivec) + 127) << 23);
 }
 
 // exp(x) - 1 without cancellation near 0: the Taylor polynomial without its constant term
@@ -108,13 +122,21 @@ inline fvec log_vec(fvec x) {
   return keep_nan(x, r);
 }
 
-// exp(-c z^2) for c = 1 or 1/2 without the rounding error of z^2 (which exp would magnify z^2
-// times): z = h + l with h the top 12 bits of |z|, so h^2 is exact and l (z + h) is the rest.
-// Beyond |z| = 16 the result is 0 anyway.
-inline fvec exp_neg_square(fvec z, float c) {
-  const fvec a = min_vec(abs_vec(z), 16.0f);
+// a^2 as hi + lo without rounding error, for a >= 0: a = h + l with h the top 12 bits of a, so
+// hi = h^2 is exact and lo = l (a + h) is the rest. exp(-c a^2) from these loses nothing to the
+// rounding of a^2 (which exp would magnify a^2 times).
+struct SplitSquare {
+  fvec hi, lo;
+};
+inline SplitSquare split_square(fvec a) {
   const fvec h = reinterpret_cast<fvec>(reinterpret_cast<uvec>(a) & 0xfffff000u);
-  return keep_nan(z, exp_vec(-c * (h * h), -c * ((a - h) * (a + h))));
+  return {h * h, (a - h) * (a + h)};
+}
+
+// exp(-c z^2) for c = 1 or 1/2. Beyond |z| = 16 the result is 0 anyway.
+inline fvec exp_neg_square(fvec z, float c) {
+  const SplitSquare sq = split_square(min_vec(abs_vec(z), 16.0f));
+  return keep_nan(z, exp_vec(-c * sq.hi, -c * sq.lo));
 }
 
 inline fvec sigmoid_vec(fvec x) { return 1.0f / (1.0f + exp_vec(-x)); }
@@ -153,13 +175,17 @@ inline fvec erf_vec(fvec x) {
 // density without its 1 / sqrt(2 pi)). One formula for every z = |x| / sqrt(2): erfc(z) / 2 =
 // t exp(-z^2) S(t) with t = 1 / (1 + z/2) in (0, 1] and S a fit by tools/vec_math/fit_erf.py
 // (within 4 ulps). exp(-z^2) comes from x itself, not from the rounded z, so the far negative
-// tail keeps its relative accuracy.
+// tail keeps its relative accuracy. Beyond |x| = 13, Phi is 0 or 1 to float precision (and
+// exp(-x^2 / 2) is taken as 0); below it exp(-x^2 / 2) >= exp(-84.5) is a normal float, which
+// spares the general exp its clamps. NaN comes out of t.
 struct NormalAt {
   fvec cdf, exp_neg_half_square;
 };
 inline NormalAt normal_at(fvec x) {
-  const fvec e = exp_neg_square(x, 0.5f);
-  const fvec t = 1.0f / fma_vec(abs_vec(x), splat(0.35355339059327376f), splat(1.0f));
+  const fvec a = abs_vec(x);
+  const SplitSquare sq = split_square(min_vec(a, 13.0f));
+  const fvec e = a < 13.0f ? exp_normal_range(-0.5f * sq.hi, -0.5f * sq.lo) : fvec{};
+  const fvec t = 1.0f / fma_vec(a, splat(0.35355339059327376f), splat(1.0f));
   const fvec s = horner(t, 2.162388712e-02f, -1.174999997e-01f, 2.471370846e-01f, -2.278380543e-01f,
                         6.634823978e-02f, -2.972636372e-02f, 4.676614702e-02f, 8.765195310e-02f,
                         1.234428585e-01f, 1.410468519e-01f, 1.410474032e-01f);
