@@ -7,8 +7,8 @@ namespace kiln::meta {
 
 int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim) {
   int64_t n = std::max<int64_t>(ndim, 1);
-  KILN_CHECK(dim >= -n && dim < n, op, ": dimension out of range (expected to be in range of [",
-             -n, ", ", n - 1, "], but got ", dim, ")");
+  KILN_CHECK(dim >= -n && dim < n, op, ": dimension out of range (expected to be in range of [", -n,
+             ", ", n - 1, "], but got ", dim, ")");
   return dim < 0 ? dim + n : dim;
 }
 
@@ -88,27 +88,40 @@ TensorSpec spec(SymShape sizes, ScalarType dtype, Device device) {
   return s;
 }
 
+std::vector<TensorSpec> one_spec(SymShape sizes, ScalarType dtype, Device device) {
+  std::vector<TensorSpec> out;  // not `return {spec(...)}`: that copies the spec's sizes again
+  out.push_back(spec(std::move(sizes), dtype, device));
+  return out;
+}
+
 std::vector<TensorSpec> unary(const std::vector<Tensor>& in, const Attrs&) {
-  return {spec(in[0].sym_sizes(), in[0].dtype(), in[0].device())};
+  return one_spec(in[0].sym_sizes(), in[0].dtype(), in[0].device());
 }
 std::vector<TensorSpec> unary_float(const std::vector<Tensor>& in, const Attrs&) {
-  return {spec(in[0].sym_sizes(), to_float_dtype(in[0].dtype()), in[0].device())};
+  return one_spec(in[0].sym_sizes(), to_float_dtype(in[0].dtype()), in[0].device());
 }
 std::vector<TensorSpec> unary_bool(const std::vector<Tensor>& in, const Attrs&) {
-  return {spec(in[0].sym_sizes(), kBool, in[0].device())};
+  return one_spec(in[0].sym_sizes(), kBool, in[0].device());
 }
 
 namespace {
 std::vector<TensorSpec> broadcast_with(const std::vector<Tensor>& in, ScalarType dtype,
                                        const char* op) {
-  std::vector<SymShape> shapes;
   Device dev = in[0].device();
+  const SymShape* first = nullptr;
+  bool same = true;  // concrete and equal shapes: the common case, which needs no copies
   for (const auto& t : in) {
     if (!t.defined()) continue;
-    shapes.push_back(t.sym_sizes());
+    const SymShape& s = t.impl()->sizes();
+    if (!first) first = &s;
+    same = same && !t.impl()->is_symbolic() && s == *first;
     if (t.dim() > 0 || !t.is_cpu()) dev = t.device();
   }
-  return {spec(broadcast_shapes(op, shapes), dtype, dev)};
+  if (same && first) return one_spec(*first, dtype, dev);
+  std::vector<SymShape> shapes;
+  for (const auto& t : in)
+    if (t.defined()) shapes.push_back(t.sym_sizes());
+  return one_spec(broadcast_shapes(op, shapes), dtype, dev);
 }
 }  // namespace
 

@@ -22,6 +22,8 @@ inline ScalarType to_float_dtype(ScalarType t) {
 }
 
 TensorSpec spec(SymShape sizes, ScalarType dtype, Device device);
+// The output list of a single-output op.
+std::vector<TensorSpec> one_spec(SymShape sizes, ScalarType dtype, Device device);
 
 // Meta functions of common op shapes.
 std::vector<TensorSpec> unary(const std::vector<Tensor>& in, const Attrs&);        // same dtype

@@ -35,41 +35,32 @@ LoopPlan<N> plan_loop(const Tensor& out, const std::array<const Tensor*, N>& ins
   LoopPlan<N> p;
   const int64_t nd = out.dim();
   const auto& osz = out.impl()->sizes();
-  std::vector<std::array<int64_t, N + 1>> st(nd);
-  std::vector<int64_t> sz(nd);
+  // Size-1 dims are dropped, and dim d merges into the one before when contiguous with it for
+  // every operand. Broadcast dims of an input get stride 0.
   for (int64_t d = 0; d < nd; ++d) {
-    sz[d] = osz[d].guard_int();
-    st[d][0] = out.impl()->strides()[d].guard_int();
-  }
-  for (size_t k = 0; k < N; ++k) {
-    const Tensor& t = *ins[k];
-    const int64_t off = nd - t.dim();
-    for (int64_t d = 0; d < nd; ++d) {
-      int64_t s = 0;
-      if (d >= off) {
-        int64_t td = d - off;
-        if (t.impl()->sizes()[td].guard_int() != 1) s = t.impl()->strides()[td].guard_int();
-      }
-      st[d][k + 1] = s;
+    const int64_t size = osz[d].guard_int();
+    p.numel *= size;
+    if (size == 1) continue;
+    std::array<int64_t, N + 1> stride;
+    stride[0] = out.impl()->strides()[d].guard_int();
+    for (size_t k = 0; k < N; ++k) {
+      const TensorImpl& t = *ins[k]->impl();
+      const int64_t td = d - (nd - t.dim());
+      stride[k + 1] = td >= 0 && t.sizes()[td].guard_int() != 1 ? t.strides()[td].guard_int() : 0;
     }
-  }
-  for (int64_t n : sz) p.numel *= n;
-  // Drop size-1 dims, then merge dim d into d+1 when contiguous for every operand.
-  for (int64_t d = 0; d < nd; ++d) {
-    if (sz[d] == 1) continue;
     if (!p.sizes.empty()) {
       bool mergeable = true;
       auto& prev = p.strides.back();
       for (size_t k = 0; k <= N; ++k)
-        if (prev[k] != st[d][k] * sz[d]) mergeable = false;
+        if (prev[k] != stride[k] * size) mergeable = false;
       if (mergeable) {
-        p.sizes.back() *= sz[d];
-        prev = st[d];
+        p.sizes.back() *= size;
+        prev = stride;
         continue;
       }
     }
-    p.sizes.push_back(sz[d]);
-    p.strides.push_back(st[d]);
+    p.sizes.push_back(size);
+    p.strides.push_back(stride);
   }
   if (p.sizes.empty()) {
     p.sizes.push_back(1);
