@@ -276,6 +276,21 @@ TEST(Reduce, LongSumsAreAccurate) {
   EXPECT_NEAR(third.sum().item<float>(), n / 3.0, 1e-5 * n / 3.0);
 }
 
+// Rows of every length around the kernel's blocks: a block of lanes, a register of lanes, the
+// single-lane rest, and their combinations.
+TEST(Reduce, RowLengthsAroundTheLaneBlocks) {
+  for (int64_t n = 1; n <= 140; ++n) {
+    SCOPED_TRACE("row length " + std::to_string(n));
+    for (ScalarType dt : {kFloat32, kFloat64, kInt64}) {
+      Tensor x = dt == kInt64 ? make({3, n}, kFloat64, -50, 50).to(kInt64) : make({3, n}, dt);
+      Tensor d = x.to(kFloat64);
+      expect_sum_matches(x.sum({1}), x, {1}, 1e-6);
+      expect_matches_double(x.amax({1}), d.amax({1}), 0);
+      expect_matches_double(x.amin({1}), d.amin({1}), 0);
+    }
+  }
+}
+
 // Every plan of the CPU driver against the same reduction of a float64 contiguous copy.
 TEST(Reduce, LayoutsMatchContiguousDouble) {
   Tensor x = make({37, 53}, kFloat32);

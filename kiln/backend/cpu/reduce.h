@@ -79,9 +79,12 @@ class OffsetWalker {
   int64_t offset_ = 0;
 };
 
-// Independent accumulators per block: enough for several vector registers of Lane.
+// Independent accumulators per block: eight vector registers of Lane, so that the adds of a
+// long run are not serialised on a few registers' latency.
 template <class Lane>
-constexpr int64_t kLanes = 128 / sizeof(Lane);
+constexpr int64_t kLanes = 256 / sizeof(Lane);
+template <class Lane>
+constexpr int64_t kRegisterLanes = sizeof(Lane) >= 32 ? 1 : 32 / sizeof(Lane);
 
 // Folds n contiguous elements with an elementwise reducer.
 template <class T, class R>
@@ -97,12 +100,22 @@ typename R::Acc fold_run(const R& r, const T* p, int64_t n) {
     for (int64_t k = 0; k < L; ++k) lanes[k] = r.fold(r.lane_init(), static_cast<C>(p[i + k]));
     for (i += L; i < end; i += L)
       for (int64_t k = 0; k < L; ++k) lanes[k] = r.fold(lanes[k], static_cast<C>(p[i + k]));
-    // Pairwise over the lanes (vectorised halves), then one step into the wider accumulator.
-    // Unrolled so that each half has a constant length the compiler vectorises.
+        // Pairwise over the lanes down to one vector register's worth (vectorised halves, unrolled
+        // so that each has a constant length), then each lane into the wider accumulator: merging
+        // within a register would go through the stack, a store-to-load stall on every run.
 #pragma GCC unroll 8
-    for (int64_t h = L / 2; h >= 1; h /= 2)
+    for (int64_t h = L / 2; h >= kRegisterLanes<Lane>; h /= 2)
       for (int64_t k = 0; k < h; ++k) lanes[k] = r.merge(lanes[k], lanes[k + h]);
-    acc = r.add_lane(acc, lanes[0]);
+    for (int64_t k = 0; k < std::min(L, kRegisterLanes<Lane>); ++k) acc = r.add_lane(acc, lanes[k]);
+  }
+  // The rest, shorter than a block of lanes: one register's worth of lanes, then one lane.
+  constexpr int64_t V = kRegisterLanes<Lane>;
+  if (V > 1 && n - i >= V) {
+    Lane lanes[V];
+    for (int64_t k = 0; k < V; ++k) lanes[k] = r.fold(r.lane_init(), static_cast<C>(p[i + k]));
+    for (i += V; i + V <= n; i += V)
+      for (int64_t k = 0; k < V; ++k) lanes[k] = r.fold(lanes[k], static_cast<C>(p[i + k]));
+    for (int64_t k = 0; k < V; ++k) acc = r.add_lane(acc, lanes[k]);
   }
   if (i < n) {
     Lane tail = r.lane_init();
