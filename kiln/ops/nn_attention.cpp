@@ -5,6 +5,7 @@
 // itself is deterministic.
 #include <cmath>
 
+#include "kiln/backend/cpu/blas.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/nn_util.h"
 #include "kiln/ops/ops.h"
@@ -17,6 +18,52 @@ namespace {
 
 double resolve_scale(const Tensor& q, const Attrs& a) {
   return a.is_none(1) ? 1.0 / std::sqrt(static_cast<double>(q.size(-1).guard_int())) : a.f(1);
+}
+
+// a @ b for operands with the same batch dims, without the copy matmul makes of head-split
+// views (whose batch dims do not flatten into one stride): the last batch dim is one strided
+// batched gemm, the ones before it a loop. Where autograd must record the product, or the
+// operands are not plain CPU batches, it is matmul.
+Tensor batched_product(const Tensor& a, const Tensor& b) {
+  const int64_t nd = a.dim();
+  bool direct = nd >= 3 && b.dim() == nd && !GradMode::is_enabled() && a.is_cpu() && b.is_cpu() &&
+                a.dtype() == b.dtype() && !a.impl()->is_symbolic() && !b.impl()->is_symbolic();
+  for (int64_t d = 0; direct && d < nd - 2; ++d) direct = a.size(d) == b.size(d);
+  if (!direct) return matmul(a, b);
+  std::vector<int64_t> shape = a.sizes().vec();
+  shape.back() = b.size(-1).guard_int();
+  Tensor out = empty(shape, a.options());
+  cpu::GemmArgs g;
+  g.dtype = a.dtype();
+  g.batch = a.size(nd - 3).guard_int();
+  g.m = a.size(-2).guard_int();
+  g.k = a.size(-1).guard_int();
+  g.n = b.size(-1).guard_int();
+  g.ldc = g.n;
+  g.c_batch_stride = g.m * g.n;
+  const size_t es = element_size(a.dtype());
+  auto ref = [&](const Tensor& t, int64_t offset) {
+    const char* base = static_cast<const char*>(t.data_ptr()) + offset * static_cast<int64_t>(es);
+    return cpu::MatrixRef{base, t.stride(nd - 3).guard_int(), t.stride(nd - 2).guard_int(),
+                          t.stride(nd - 1).guard_int()};
+  };
+  int64_t outer = 1;
+  for (int64_t d = 0; d < nd - 3; ++d) outer *= shape[d];
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t rest = o, off_a = 0, off_b = 0;
+    for (int64_t d = nd - 4; d >= 0; --d) {
+      const int64_t i = rest % shape[d];
+      rest /= shape[d];
+      off_a += i * a.stride(d).guard_int();
+      off_b += i * b.stride(d).guard_int();
+    }
+    g.a = ref(a, off_a);
+    g.b = ref(b, off_b);
+    g.c = static_cast<char*>(out.data_ptr()) +
+          o * g.batch * g.c_batch_stride * static_cast<int64_t>(es);
+    cpu::gemm(g);
+  }
+  return out;
 }
 
 // Key/value heads repeated so that each query head has its own (grouped-query attention).
@@ -71,7 +118,7 @@ std::vector<TensorSpec> sdpa_meta(const std::vector<Tensor>& in, const Attrs& a)
 
 // The masked, scaled scores' softmax; rows with no allowed key are 0.
 Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, const Attrs& a) {
-  Tensor scores = matmul(q, k.transpose(-2, -1)) * resolve_scale(q, a);
+  Tensor scores = batched_product(q, k.transpose(-2, -1)) * resolve_scale(q, a);
   if (a.b(0)) {
     const int64_t l = q.size(-2).guard_int(), s = k.size(-2).guard_int();
     Tensor allowed = ones({l, s}, TensorOptions(kBool)).tril();
@@ -90,7 +137,7 @@ void sdpa_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const 
   const Tensor& q = in[0];
   const Tensor p = attention_probs(q, expand_heads(in[1], q), in[3], a);
   const Tensor pd = in[4].defined() ? p * in[4] : p;
-  nn_util::store(out[0], matmul(pd, expand_heads(in[2], q)));
+  nn_util::store(out[0], batched_product(pd, expand_heads(in[2], q)));
   nn_util::store(out[1], p);
 }
 
@@ -111,16 +158,18 @@ std::vector<Tensor> sdpa_backward(const BackwardContext& c) {
   if (c.grad(0).defined()) {
     const Tensor& go = c.grad(0);
     const Tensor pd = noise.defined() ? p * noise : p;
-    if (c.needs_grad(2)) grads[2] = fold_heads(matmul(pd.transpose(-2, -1), go), c.input(2));
-    const Tensor dpd = matmul(go, v.transpose(-2, -1));
+    if (c.needs_grad(2))
+      grads[2] = fold_heads(batched_product(pd.transpose(-2, -1), go), c.input(2));
+    const Tensor dpd = batched_product(go, v.transpose(-2, -1));
     if (c.needs_grad(4)) grads[4] = dpd * p;
     const Tensor from_out = noise.defined() ? dpd * noise : dpd;
     dp = dp.defined() ? dp + from_out : from_out;
   }
   if (!dp.defined()) return grads;
   const Tensor ds = p * (dp - (dp * p).sum(IntArrayRef(int64_t{-1}), true));
-  if (c.needs_grad(0)) grads[0] = matmul(ds, k) * scale;
-  if (c.needs_grad(1)) grads[1] = fold_heads(matmul(ds.transpose(-2, -1), q) * scale, c.input(1));
+  if (c.needs_grad(0)) grads[0] = batched_product(ds, k) * scale;
+  if (c.needs_grad(1))
+    grads[1] = fold_heads(batched_product(ds.transpose(-2, -1), q) * scale, c.input(1));
   if (c.needs_grad(3) && c.input(3).is_floating_point()) grads[3] = ds;
   return grads;
 }
@@ -139,6 +188,10 @@ std::vector<OpSample> sdpa_samples(ScalarType dt) {
       {{mk({2, 3, 4}), mk({2, 5, 4}), mk({2, 5, 6}), Tensor(), Tensor()},
        {false, none, false},
        "3-d"},
+      {{mk({2, 3, 4, 2}).transpose(1, 2), mk({2, 5, 4, 2}).transpose(1, 2),
+        mk({2, 5, 4, 3}).transpose(1, 2), Tensor(), Tensor()},
+       {false, none, false},
+       "head-split views (batch dims that do not flatten)"},
       {{mk({1, 2, 4, 3}), mk({1, 2, 4, 3}), mk({1, 2, 4, 3}), Tensor(), Tensor()},
        {true, none, false},
        "causal"},
