@@ -27,6 +27,25 @@ void axpy(double alpha, const Vec& x, Vec& y) {
   for (size_t i = 0; i < x.size(); ++i) y[i] += alpha * x[i];
 }
 
+Tensor to_tensor(const Vec& v) { return kiln::tensor(v, TensorOptions(kFloat64)); }
+
+Vec to_vec(const Tensor& t) {
+  const Tensor c = t.to(kFloat64).contiguous();
+  return Vec(c.data_ptr<double>(), c.data_ptr<double>() + c.numel().guard_int());
+}
+
+// Rows of a [k, n] tensor and back ([0, n] when empty).
+Tensor stack_rows(const std::deque<Vec>& rows, size_t n) {
+  Vec flat;
+  for (const Vec& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  return to_tensor(flat).view({static_cast<int64_t>(rows.size()), static_cast<int64_t>(n)});
+}
+std::deque<Vec> unstack_rows(const Tensor& t) {
+  std::deque<Vec> rows;
+  for (int64_t i = 0; i < t.size(0).guard_int(); ++i) rows.push_back(to_vec(t[i]));
+  return rows;
+}
+
 }  // namespace
 
 LBFGS::LBFGS(std::vector<Tensor> params, LBFGSOptions defaults)
@@ -60,19 +79,66 @@ void LBFGS::add_to_params(double t, const Vec& d) {
   }
 }
 
+void LBFGS::load_search_state() {
+  const ParamState& s = state_of(param_groups_[0].params().front());
+  n_iter_ = s.step;
+  if (n_iter_ == 0) return;
+  auto missing = [&](const char* name) {
+    KILN_FAIL("LBFGS: the optimizer state has ", n_iter_, " iterations but no '", name,
+              "' (a state_dict of another optimizer?)");
+  };
+  auto history = [&](const char* name) {
+    const Tensor* t = s.history.find(name);
+    if (t == nullptr) missing(name);
+    return *t;
+  };
+  auto scalar = [&](const char* name) {
+    auto it = s.scalars.find(name);
+    if (it == s.scalars.end()) missing(name);
+    return it->second;
+  };
+  t_ = scalar("t");
+  h_diag_ = scalar("h_diag");
+  d_ = to_vec(history("d"));
+  prev_flat_grad_ = to_vec(history("prev_flat_grad"));
+  old_dirs_ = unstack_rows(history("old_dirs"));
+  old_steps_ = unstack_rows(history("old_steps"));
+  const Vec ro = to_vec(history("ro"));
+  ro_.assign(ro.begin(), ro.end());
+}
+
+void LBFGS::save_search_state() {
+  ParamState& s = state_of(param_groups_[0].params().front());
+  s.step = n_iter_;
+  s.scalars["t"] = t_;
+  s.scalars["h_diag"] = h_diag_;
+  s.history.clear();
+  s.history.insert("d", to_tensor(d_));
+  s.history.insert("prev_flat_grad", to_tensor(prev_flat_grad_));
+  s.history.insert("old_dirs", stack_rows(old_dirs_, d_.size()));
+  s.history.insert("old_steps", stack_rows(old_steps_, d_.size()));
+  s.history.insert("ro", to_tensor(Vec(ro_.begin(), ro_.end())));
+}
+
 Tensor LBFGS::step(LossClosure closure) {
   KILN_CHECK(param_groups_.size() == 1,
              "LBFGS doesn't support per-parameter options "
              "(parameter groups)");
   KILN_CHECK(closure != nullptr, "LBFGS: step() requires a closure that re-evaluates the loss");
   const auto& o = static_cast<const LBFGSOptions&>(param_groups_[0].options());
-  const int64_t max_eval = o.max_eval().value_or(o.max_iter() * 5 / 4);
-
+  load_search_state();
   Tensor orig_loss = evaluate(closure);
-  double loss = orig_loss.item<double>();
-  int64_t evals = 1;
   Vec grad = flat_grad();
   if (abs_max(grad) <= o.tolerance_grad()) return orig_loss;
+  iterate(closure, orig_loss.item<double>(), std::move(grad));
+  save_search_state();
+  return orig_loss;
+}
+
+void LBFGS::iterate(const LossClosure& closure, double loss, Vec grad) {
+  const auto& o = static_cast<const LBFGSOptions&>(param_groups_[0].options());
+  const int64_t max_eval = o.max_eval().value_or(o.max_iter() * 5 / 4);
+  int64_t evals = 1;
 
   for (int64_t iter = 1; iter <= o.max_iter(); ++iter) {
     ++n_iter_;
@@ -128,7 +194,6 @@ Tensor LBFGS::step(LossClosure closure) {
     if (abs_max(d_) * t_ <= o.tolerance_change()) break;
     if (std::abs(loss - prev_loss) < o.tolerance_change()) break;
   }
-  return orig_loss;
 }
 
 }  // namespace kiln::optim

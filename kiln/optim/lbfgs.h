@@ -1,6 +1,9 @@
 #pragma once
 // L-BFGS (PyTorch's algorithm without line search): step(closure) runs up to max_iter
-// iterations, re-evaluating the loss through the closure. One parameter group only.
+// iterations, re-evaluating the loss through the closure. One parameter group only. As in
+// PyTorch, the search state lives in the first parameter's state, so state_dict() carries it:
+// step = iterations so far, scalars t and h_diag, history d, prev_flat_grad, old_dirs and
+// old_steps ([k, numel], float64) and ro ([k]).
 #include <deque>
 #include <optional>
 #include <vector>
@@ -36,8 +39,13 @@ class LBFGS : public Optimizer {
   using Vec = std::vector<double>;
   Vec flat_grad() const;
   void add_to_params(double t, const Vec& d);
+  // Between calls the search state is in the first parameter's ParamState (see above).
+  void load_search_state();
+  void save_search_state();
+  // The iterations of one step(), from the loss and flat gradient at the current point.
+  void iterate(const LossClosure& closure, double loss, Vec grad);
 
-  // The curvature history and search state carried between calls to step().
+  // The curvature history and search state while step() runs.
   int64_t n_iter_ = 0;
   double t_ = 0, h_diag_ = 1;
   Vec d_, prev_flat_grad_;

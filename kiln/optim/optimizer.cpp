@@ -90,6 +90,8 @@ OrderedDict<std::string, Tensor> Optimizer::state_dict() const {
         const std::string prefix = "state." + std::to_string(index) + ".";
         out.insert(prefix + "step", scalar_tensor(it->second.step, TensorOptions(kInt64)));
         for (const auto& b : it->second.buffers) out.insert(prefix + b.key(), b.value().clone());
+        for (const auto& h : it->second.history)
+          out.insert(prefix + "history." + h.key(), h.value().clone());
         for (const auto& [name, value] : it->second.scalars)
           out.insert(prefix + "scalar." + name, scalar_tensor(value, TensorOptions(kFloat64)));
       }
@@ -127,11 +129,16 @@ void Optimizer::load_state_dict(const OrderedDict<std::string, Tensor>& state) {
     s.step = step->item<int64_t>();
     s.buffers.clear();
     s.scalars.clear();
+    s.history.clear();
     for (const auto& item : state) {
       if (!item.key().starts_with(prefix) || item.key() == prefix + "step") continue;
       const Tensor& saved = item.value();
       if (item.key().starts_with(prefix + "scalar.")) {
         s.scalars[item.key().substr(prefix.size() + 7)] = saved.item<double>();
+        continue;
+      }
+      if (item.key().starts_with(prefix + "history.")) {
+        s.history.insert(item.key().substr(prefix.size() + 8), saved.clone());
         continue;
       }
       KILN_CHECK(saved.sizes() == params[i].sizes(), "optimizer load_state_dict: '", item.key(),

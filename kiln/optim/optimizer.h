@@ -82,11 +82,15 @@ class OptimizerParamGroup {
   std::unique_ptr<OptimizerOptions> options_;
 };
 
-// Per-parameter state: a step count and named buffers (exp_avg, momentum_buffer, ...).
+// Per-parameter state: a step count, named buffers (exp_avg, momentum_buffer, ...), scalars and
+// free-shaped history tensors.
 struct ParamState {
   int64_t step = 0;
   OrderedDict<std::string, Tensor> buffers{"State buffer"};  // shaped like the parameter
   std::map<std::string, double> scalars;                     // e.g. NAdam's mu_product
+  // Tensors of any shape (L-BFGS's flat search direction and curvature history), saved as
+  // state.<i>.history.<name>.
+  OrderedDict<std::string, Tensor> history{"State history"};
 };
 
 using LossClosure = std::function<Tensor()>;

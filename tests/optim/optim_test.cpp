@@ -160,6 +160,41 @@ TEST(Optimizers, LBFGSMinimisesAQuadratic) {
   EXPECT_THROW(opt.step(), Error);  // needs a closure
 }
 
+// The curvature history travels in state_dict: a fresh LBFGS loaded from another one's state
+// takes exactly the same next step (a fresh one without it takes a different first step).
+TEST(Optimizers, LBFGSStateDictCarriesTheHistory) {
+  Tensor c = kiln::tensor({1.0, 2.0, 3.0}, kFloat64);
+  Tensor target = kiln::tensor({1.0, 2.0, -3.0}, kFloat64);
+  auto closure_for = [&](optim::LBFGS& opt, Tensor& p) {
+    return [&] {
+      opt.zero_grad();
+      Tensor loss = (c * (p - target) * (p - target) * (p - target) * (p - target)).sum();
+      loss.backward();
+      return loss;
+    };
+  };
+  Tensor p = start_param(), q, r;
+  optim::LBFGS a({p}, optim::LBFGSOptions(0.5).max_iter(3));
+  a.step(closure_for(a, p));
+  const auto saved = a.state_dict();
+  // Two iterations: max_eval defaults to max_iter * 5 / 4 = 3 evaluations.
+  EXPECT_EQ(saved.find("state.0.step")->item<int64_t>(), 2);
+  EXPECT_EQ(saved.find("state.0.history.old_dirs")->sizes().vec(), (std::vector<int64_t>{1, 3}));
+  {
+    NoGradGuard g;
+    q = p.detach().clone().requires_grad_();
+    r = p.detach().clone().requires_grad_();
+  }
+  optim::LBFGS b({q}, optim::LBFGSOptions(0.5).max_iter(3));
+  optim::LBFGS fresh({r}, optim::LBFGSOptions(0.5).max_iter(3));
+  b.load_state_dict(saved);
+  a.step(closure_for(a, p));
+  b.step(closure_for(b, q));
+  fresh.step(closure_for(fresh, r));
+  for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(p[i].item<double>(), q[i].item<double>());
+  EXPECT_GT((p - r).abs().max().item<double>(), 1e-6);
+}
+
 TEST(Optimizers, SaveAndLoadThroughSafetensors) {
   Tensor p = start_param(), q = start_param();
   optim::Adam a({p}, optim::AdamOptions(0.1));
