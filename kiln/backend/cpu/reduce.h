@@ -86,36 +86,44 @@ constexpr int64_t kLanes = 256 / sizeof(Lane);
 template <class Lane>
 constexpr int64_t kRegisterLanes = sizeof(Lane) >= 32 ? 1 : 32 / sizeof(Lane);
 
-// Folds n contiguous elements with an elementwise reducer.
+// Folds p[0, n), n a positive multiple of W, into acc with W independent lanes. The lanes are
+// merged pairwise down to one vector register's worth (vectorised halves, unrolled so that each
+// has a constant length), then added to acc one by one: merging within a register would go
+// through the stack, a store-to-load stall on every run.
+template <int64_t W, class T, class R>
+typename R::Acc fold_lanes(const R& r, const T* p, int64_t n, typename R::Acc acc) {
+  using Lane = typename R::Lane;
+  using C = compute_t<T>;
+  constexpr int64_t V = std::min(W, kRegisterLanes<Lane>);
+  Lane lanes[W];  // started from the first W elements (cheaper than filling, then folding)
+  for (int64_t k = 0; k < W; ++k) lanes[k] = r.fold(r.lane_init(), static_cast<C>(p[k]));
+  for (int64_t i = W; i < n; i += W)
+    for (int64_t k = 0; k < W; ++k) lanes[k] = r.fold(lanes[k], static_cast<C>(p[i + k]));
+#pragma GCC unroll 8
+  for (int64_t h = W / 2; h >= V; h /= 2)
+    for (int64_t k = 0; k < h; ++k) lanes[k] = r.merge(lanes[k], lanes[k + h]);
+  for (int64_t k = 0; k < V; ++k) acc = r.add_lane(acc, lanes[k]);
+  return acc;
+}
+
+// Folds n contiguous elements with an elementwise reducer: blocks of kLanes lanes, then what is
+// left in one register's worth of lanes, then in one lane.
 template <class T, class R>
 typename R::Acc fold_run(const R& r, const T* p, int64_t n) {
   using Lane = typename R::Lane;
   using C = compute_t<T>;
-  constexpr int64_t L = kLanes<Lane>;
+  constexpr int64_t L = kLanes<Lane>, V = kRegisterLanes<Lane>;
   typename R::Acc acc = r.acc_init();
   int64_t i = 0;
   while (n - i >= L) {
-    const int64_t end = i + std::min<int64_t>(kReduceBlock, (n - i) / L * L);
-    Lane lanes[L];  // started from the first L elements (cheaper than filling, then folding)
-    for (int64_t k = 0; k < L; ++k) lanes[k] = r.fold(r.lane_init(), static_cast<C>(p[i + k]));
-    for (i += L; i < end; i += L)
-      for (int64_t k = 0; k < L; ++k) lanes[k] = r.fold(lanes[k], static_cast<C>(p[i + k]));
-        // Pairwise over the lanes down to one vector register's worth (vectorised halves, unrolled
-        // so that each has a constant length), then each lane into the wider accumulator: merging
-        // within a register would go through the stack, a store-to-load stall on every run.
-#pragma GCC unroll 8
-    for (int64_t h = L / 2; h >= kRegisterLanes<Lane>; h /= 2)
-      for (int64_t k = 0; k < h; ++k) lanes[k] = r.merge(lanes[k], lanes[k + h]);
-    for (int64_t k = 0; k < std::min(L, kRegisterLanes<Lane>); ++k) acc = r.add_lane(acc, lanes[k]);
+    const int64_t len = std::min<int64_t>(kReduceBlock, (n - i) / L * L);
+    acc = fold_lanes<L>(r, p + i, len, acc);
+    i += len;
   }
-  // The rest, shorter than a block of lanes: one register's worth of lanes, then one lane.
-  constexpr int64_t V = kRegisterLanes<Lane>;
   if (V > 1 && n - i >= V) {
-    Lane lanes[V];
-    for (int64_t k = 0; k < V; ++k) lanes[k] = r.fold(r.lane_init(), static_cast<C>(p[i + k]));
-    for (i += V; i + V <= n; i += V)
-      for (int64_t k = 0; k < V; ++k) lanes[k] = r.fold(lanes[k], static_cast<C>(p[i + k]));
-    for (int64_t k = 0; k < V; ++k) acc = r.add_lane(acc, lanes[k]);
+    const int64_t len = (n - i) / V * V;
+    acc = fold_lanes<V>(r, p + i, len, acc);
+    i += len;
   }
   if (i < n) {
     Lane tail = r.lane_init();
