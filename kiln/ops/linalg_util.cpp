@@ -29,31 +29,48 @@ void check_integral_scalars(const char* op, ScalarType dtype, const Scalar& beta
   }
 }
 
-cpu::MatrixRef matrix_ref(const Tensor& t) {
+cpu::MatrixRef matrix_ref(const Tensor& t, int64_t offset) {
   const int64_t nd = t.dim();
   const TensorImpl& i = *t.impl();
-  return {t.data_ptr(), nd == 3 ? i.strides()[0].guard_int() : 0, i.strides()[nd - 2].guard_int(),
+  const char* data = static_cast<const char*>(t.data_ptr()) +
+                     offset * static_cast<int64_t>(element_size(t.dtype()));
+  return {data, nd >= 3 ? i.strides()[nd - 3].guard_int() : 0, i.strides()[nd - 2].guard_int(),
           i.strides()[nd - 1].guard_int()};
 }
 
 void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
-  const bool batched = out.dim() == 3;
+  const int64_t nd = out.dim();
   const TensorImpl& o = *out.impl();
   cpu::GemmArgs g;
   g.dtype = out.dtype();
-  g.batch = batched ? o.sizes()[0].guard_int() : 1;
-  g.m = o.sizes()[out.dim() - 2].guard_int();
-  g.n = o.sizes()[out.dim() - 1].guard_int();
+  g.batch = nd >= 3 ? o.sizes()[nd - 3].guard_int() : 1;
+  g.m = o.sizes()[nd - 2].guard_int();
+  g.n = o.sizes()[nd - 1].guard_int();
   g.k = a.impl()->sizes()[a.dim() - 1].guard_int();
-  if (g.batch == 0 || g.m == 0 || g.n == 0) return;
-  g.a = matrix_ref(a);
-  g.b = matrix_ref(b);
-  g.c = out.data_ptr();
-  g.c_batch_stride = batched ? o.strides()[0].guard_int() : 0;
-  g.ldc = o.strides()[out.dim() - 2].guard_int();
+  g.c_batch_stride = nd >= 3 ? o.strides()[nd - 3].guard_int() : 0;
+  g.ldc = o.strides()[nd - 2].guard_int();
   g.alpha = alpha;
   g.beta = beta;
-  cpu::gemm(g);
+  // Dims before the batch dim (a [B, H, T, D] view of [B, T, H, D], whose batch dims do not
+  // flatten into one stride): one batched gemm per index of them.
+  int64_t outer = 1;
+  for (int64_t d = 0; d + 3 < nd; ++d) outer *= o.sizes()[d].guard_int();
+  if (outer == 0 || g.batch == 0 || g.m == 0 || g.n == 0) return;
+  const size_t es = element_size(out.dtype());
+  for (int64_t q = 0; q < outer; ++q) {
+    int64_t rest = q, off_a = 0, off_b = 0, off_c = 0;
+    for (int64_t d = nd - 4; d >= 0; --d) {
+      const int64_t size = o.sizes()[d].guard_int(), i = rest % size;
+      rest /= size;
+      off_a += i * a.impl()->strides()[d].guard_int();
+      off_b += i * b.impl()->strides()[d].guard_int();
+      off_c += i * o.strides()[d].guard_int();
+    }
+    g.a = matrix_ref(a, off_a);
+    g.b = matrix_ref(b, off_b);
+    g.c = static_cast<char*>(out.data_ptr()) + off_c * static_cast<int64_t>(es);
+    cpu::gemm(g);
+  }
 }
 
 Tensor reference_matmul(const Tensor& a_in, const Tensor& b_in) {

@@ -18,9 +18,11 @@ void check_inner_dims(const char* op, const Tensor& a, const SymInt& a_k, const 
 void check_integral_scalars(const char* op, ScalarType dtype, const Scalar& beta,
                             const Scalar& alpha);
 
-// A 2-D matrix (repeated over the batch) or a 3-D batch of matrices, for cpu::gemm.
-cpu::MatrixRef matrix_ref(const Tensor& t);
-// out = alpha * a @ b + beta * out for 2-D (a [m, k], b [k, n]) or 3-D operands; out is dense.
+// A 2-D matrix (repeated over the batch) or the batch of matrices in the last three dims of t,
+// starting `offset` elements into its data, for cpu::gemm.
+cpu::MatrixRef matrix_ref(const Tensor& t, int64_t offset = 0);
+// out = alpha * a @ b + beta * out for 2-D (a [m, k], b [k, n]) or batched operands of equal
+// rank >= 3 and equal batch sizes, in any layout (no copies of strided batch dims).
 void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta);
 
 // Float64 reference: out[b, i, j] = sum_p a[b, i, p] * b[b, p, j] with naive loops, for 2-D or

@@ -5,7 +5,7 @@
 // itself is deterministic.
 #include <cmath>
 
-#include "kiln/backend/cpu/blas.h"
+#include "kiln/ops/linalg_util.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/nn_util.h"
 #include "kiln/ops/ops.h"
@@ -21,9 +21,9 @@ double resolve_scale(const Tensor& q, const Attrs& a) {
 }
 
 // a @ b for operands with the same batch dims, without the copy matmul makes of head-split
-// views (whose batch dims do not flatten into one stride): the last batch dim is one strided
-// batched gemm, the ones before it a loop. Where autograd must record the product, or the
-// operands are not plain CPU batches, it is matmul.
+// views (whose batch dims do not flatten into one stride): linalg::gemm_into multiplies them in
+// place. Where autograd must record the product, or the operands are not plain CPU batches, it
+// is matmul.
 Tensor batched_product(const Tensor& a, const Tensor& b) {
   const int64_t nd = a.dim();
   bool direct = nd >= 3 && b.dim() == nd && !GradMode::is_enabled() && a.is_cpu() && b.is_cpu() &&
@@ -33,36 +33,7 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
   std::vector<int64_t> shape = a.sizes().vec();
   shape.back() = b.size(-1).guard_int();
   Tensor out = empty(shape, a.options());
-  cpu::GemmArgs g;
-  g.dtype = a.dtype();
-  g.batch = a.size(nd - 3).guard_int();
-  g.m = a.size(-2).guard_int();
-  g.k = a.size(-1).guard_int();
-  g.n = b.size(-1).guard_int();
-  g.ldc = g.n;
-  g.c_batch_stride = g.m * g.n;
-  const size_t es = element_size(a.dtype());
-  auto ref = [&](const Tensor& t, int64_t offset) {
-    const char* base = static_cast<const char*>(t.data_ptr()) + offset * static_cast<int64_t>(es);
-    return cpu::MatrixRef{base, t.stride(nd - 3).guard_int(), t.stride(nd - 2).guard_int(),
-                          t.stride(nd - 1).guard_int()};
-  };
-  int64_t outer = 1;
-  for (int64_t d = 0; d < nd - 3; ++d) outer *= shape[d];
-  for (int64_t o = 0; o < outer; ++o) {
-    int64_t rest = o, off_a = 0, off_b = 0;
-    for (int64_t d = nd - 4; d >= 0; --d) {
-      const int64_t i = rest % shape[d];
-      rest /= shape[d];
-      off_a += i * a.stride(d).guard_int();
-      off_b += i * b.stride(d).guard_int();
-    }
-    g.a = ref(a, off_a);
-    g.b = ref(b, off_b);
-    g.c = static_cast<char*>(out.data_ptr()) +
-          o * g.batch * g.c_batch_stride * static_cast<int64_t>(es);
-    cpu::gemm(g);
-  }
+  linalg::gemm_into(out, a, b, 1, 0);
   return out;
 }
 
