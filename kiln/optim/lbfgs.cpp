@@ -81,6 +81,8 @@ void LBFGS::add_to_params(double t, const Vec& d) {
 
 void LBFGS::load_search_state() {
   const ParamState& s = state_of(param_groups_[0].params().front());
+  const Tensor* d = s.history.find("d");
+  if (d != nullptr && d->is_same(saved_d_)) return;  // what the last step saved: members agree
   n_iter_ = s.step;
   if (n_iter_ == 0) return;
   auto missing = [&](const char* name) {
@@ -113,7 +115,8 @@ void LBFGS::save_search_state() {
   s.scalars["t"] = t_;
   s.scalars["h_diag"] = h_diag_;
   s.history.clear();
-  s.history.insert("d", to_tensor(d_));
+  saved_d_ = to_tensor(d_);
+  s.history.insert("d", saved_d_);
   s.history.insert("prev_flat_grad", to_tensor(prev_flat_grad_));
   s.history.insert("old_dirs", stack_rows(old_dirs_, d_.size()));
   s.history.insert("old_steps", stack_rows(old_steps_, d_.size()));

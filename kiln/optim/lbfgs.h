@@ -51,6 +51,7 @@ class LBFGS : public Optimizer {
   Vec d_, prev_flat_grad_;
   std::deque<Vec> old_dirs_, old_steps_;
   std::deque<double> ro_;
+  Tensor saved_d_;  // the "d" history tensor the last step saved (unchanged state: no reload)
 };
 
 }  // namespace kiln::optim
