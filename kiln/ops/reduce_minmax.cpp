@@ -4,6 +4,7 @@
 
 #include "kiln/backend/cpu/reduce.h"
 #include "kiln/backend/cpu/reduce_arg.h"
+#include "kiln/backend/cpu/reduce_extreme.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/reduce_util.h"
@@ -33,6 +34,12 @@ struct ExtremeReducer {
     }
   }
   Lane fold(Lane a, C v) const { return pick(a, static_cast<Lane>(v)); }
+  Acc fold_contiguous(const T* p, int64_t n) const {
+    if constexpr (std::is_same_v<C, float>) {
+      if (n >= cpu::kExtremeMinRun) return cpu::extreme_of_run<kMax>(p, n);
+    }
+    return cpu::fold_run_lanes<T>(*this, p, n);
+  }
   Lane merge(Lane a, Lane b) const { return pick(a, b); }
   Acc acc_init() const { return lane_init(); }
   Acc add_lane(Acc a, Lane l) const { return pick(a, l); }

@@ -291,6 +291,30 @@ TEST(Reduce, RowLengthsAroundTheLaneBlocks) {
   }
 }
 
+// A NaN at any position of a row makes its amax/amin NaN (also where the vector kernel's last
+// step overlaps the one before), the other rows keep their value; -inf and inf are values.
+TEST(Reduce, ExtremesPropagateNaNFromEveryPosition) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t n : {31, 32, 33, 47, 64, 65, 100, 2049}) {
+    for (ScalarType dt : {kFloat32, kBFloat16}) {
+      for (int64_t j = 0; j < n; j += (n > 100 ? 97 : 1)) {
+        SCOPED_TRACE("row length " + std::to_string(n) + ", NaN at " + std::to_string(j));
+        Tensor x = make({3, n}, dt);
+        x.index_put_({1, j}, kNaN);
+        x.index_put_({2, j}, j % 2 ? kInf : -kInf);
+        Tensor d = x.to(kFloat64);
+        Tensor mx = x.amax({1}).to(kFloat64), mn = x.amin({1}).to(kFloat64);
+        EXPECT_TRUE(std::isnan(mx[1].item<double>()));
+        EXPECT_TRUE(std::isnan(mn[1].item<double>()));
+        EXPECT_EQ(mx[0].item<double>(), d[0].amax().item<double>());
+        EXPECT_EQ(mn[0].item<double>(), d[0].amin().item<double>());
+        EXPECT_EQ(mx[2].item<double>(), j % 2 ? kInf : d[2].amax().item<double>());
+        EXPECT_EQ(mn[2].item<double>(), j % 2 ? d[2].amin().item<double>() : -kInf);
+      }
+    }
+  }
+}
+
 // Every plan of the CPU driver against the same reduction of a float64 contiguous copy.
 TEST(Reduce, LayoutsMatchContiguousDouble) {
   Tensor x = make({37, 53}, kFloat32);

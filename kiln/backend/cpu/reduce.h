@@ -109,7 +109,7 @@ typename R::Acc fold_lanes(const R& r, const T* p, int64_t n, typename R::Acc ac
 // Folds n contiguous elements with an elementwise reducer: blocks of kLanes lanes, then what is
 // left in one register's worth of lanes, then in one lane.
 template <class T, class R>
-typename R::Acc fold_run(const R& r, const T* p, int64_t n) {
+typename R::Acc fold_run_lanes(const R& r, const T* p, int64_t n) {
   using Lane = typename R::Lane;
   using C = compute_t<T>;
   constexpr int64_t L = kLanes<Lane>, V = kRegisterLanes<Lane>;
@@ -131,6 +131,17 @@ typename R::Acc fold_run(const R& r, const T* p, int64_t n) {
     acc = r.add_lane(acc, tail);
   }
   return acc;
+}
+
+// Folds n contiguous elements: by the reducer's own `Acc fold_contiguous(const T*, int64_t)` where
+// it has one (explicit vector code), else by fold_run_lanes.
+template <class T, class R>
+typename R::Acc fold_run(const R& r, const T* p, int64_t n) {
+  if constexpr (requires { r.fold_contiguous(p, n); }) {
+    return r.fold_contiguous(p, n);
+  } else {
+    return fold_run_lanes<T>(r, p, n);
+  }
 }
 
 // An elementwise reducer seen as a run reducer.

@@ -1,0 +1,65 @@
+#pragma once
+// max / min of a contiguous run of floats (or 16-bit floats widened to float) with NaN
+// propagation, for amax/amin/max/min over the innermost dims. The generic lane reducer needs a
+// compare and a blend per vector for the NaN on top of the max; here the max instruction keeps
+// a NaN already in the accumulator, and the NaNs it drops from the input are caught by one
+// unordered compare per pair of input vectors.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "kiln/backend/cpu/vec_math.h"
+
+namespace kiln::cpu {
+
+// The vectors of one step, and the shortest run extreme_of_run takes.
+constexpr int64_t kExtremeVectors = 4;
+constexpr int64_t kExtremeMinRun = kExtremeVectors * kVec;
+
+// v > m ? v : m (or <): with v first this is one max/min instruction, which returns m when
+// either is NaN.
+template <bool kMax>
+inline fvec extreme_vec(fvec v, fvec m) {
+  if constexpr (kMax) {
+    return v > m ? v : m;
+  } else {
+    return v < m ? v : m;
+  }
+}
+
+// Lanes where a or b is NaN.
+inline ivec unordered(fvec a, fvec b) {
+#if defined(__AVX__)
+  return reinterpret_cast<ivec>(_mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+#else
+  return (a != a) | (b != b);
+#endif
+}
+
+// The max (kMax) or min of p[0, n), NaN if any element is NaN; n >= kExtremeMinRun. The last
+// step reads the final kExtremeMinRun elements, overlapping the previous step where n is not a
+// multiple: max and min do not mind seeing an element twice.
+template <bool kMax, class T>
+float extreme_of_run(const T* p, int64_t n) {
+  fvec m[kExtremeVectors];
+  ivec nan{};
+  auto step = [&](const T* q, bool first) {
+    fvec v[kExtremeVectors];
+    for (int64_t k = 0; k < kExtremeVectors; ++k) v[k] = load_vec(q + k * kVec);
+    for (int64_t k = 0; k < kExtremeVectors; ++k)
+      m[k] = first ? v[k] : extreme_vec<kMax>(v[k], m[k]);
+    for (int64_t k = 0; k < kExtremeVectors; k += 2) nan |= unordered(v[k], v[k + 1]);
+  };
+  step(p, true);
+  int64_t i = kExtremeMinRun;
+  for (; i + kExtremeMinRun <= n; i += kExtremeMinRun) step(p + i, false);
+  if (i < n) step(p + n - kExtremeMinRun, false);
+  for (int64_t k = 1; k < kExtremeVectors; ++k) m[0] = extreme_vec<kMax>(m[k], m[0]);
+  float r = m[0][0];
+  for (int64_t k = 1; k < kVec; ++k) r = kMax ? std::max(r, m[0][k]) : std::min(r, m[0][k]);
+  for (int64_t k = 0; k < kVec; ++k)
+    if (nan[k]) return std::numeric_limits<float>::quiet_NaN();
+  return r;
+}
+
+}  // namespace kiln::cpu
