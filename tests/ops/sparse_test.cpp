@@ -123,3 +123,43 @@ TEST(SparseCsr, ToDenseGradientAndDenseInputGradient) {
   EXPECT_DOUBLE_EQ(at(d.grad(), 0, 1), 1.0);
   EXPECT_DOUBLE_EQ(at(d.grad(), 0, 0), 0.0);  // not stored: no gradient
 }
+
+// float32 rows with 41 features: a block of 32 that the kernel keeps in registers and a rest of
+// 9 that it folds through memory. Small integer values make ties, which go to the first entry
+// (seen in the gradient of the values); rows 3 and 7 are empty.
+TEST(SparseCsr, ExtremesOfWideFloatRowsMatchALoop) {
+  const int64_t rows = 12, cols = 9, F = 41;
+  std::vector<int64_t> crow{0}, col;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t n = (i == 3 || i == 7) ? 0 : 1 + (i * 5) % 6;
+    for (int64_t k = 0; k < n; ++k) col.push_back((i + 2 * k) % cols);
+    crow.push_back(static_cast<int64_t>(col.size()));
+  }
+  const int64_t nnz = static_cast<int64_t>(col.size());
+  Tensor values = (kiln::randint(-3, 4, {nnz}).to(kFloat32) + 0.5f).requires_grad_();
+  Tensor dense = kiln::randint(-4, 5, {cols, F}).to(kFloat32);
+  for (const char* reduce : {"amax", "amin"}) {
+    SCOPED_TRACE(reduce);
+    const bool is_max = std::string(reduce) == "amax";
+    values.mutable_grad() = Tensor();
+    Tensor a = sparse_csr_tensor(kiln::tensor(crow, kInt64), kiln::tensor(col, kInt64), values,
+                                 {rows, cols});
+    Tensor out = sparse::mm(a, dense, reduce);
+    out.sum().backward();
+    std::vector<double> want_grad(nnz, 0.0);
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t f = 0; f < F; ++f) {
+        double best = 0;
+        int64_t pick = -1;
+        for (int64_t j = crow[i]; j < crow[i + 1]; ++j) {
+          const double c = values[j].item<double>() * at(dense, col[j], f);
+          if (pick < 0 || (is_max ? c > best : c < best)) best = c, pick = j;
+        }
+        ASSERT_EQ(at(out, i, f), best) << "row " << i << " feature " << f;
+        if (pick >= 0) want_grad[pick] += at(dense, col[pick], f);
+      }
+    }
+    for (int64_t j = 0; j < nnz; ++j)
+      EXPECT_EQ(values.grad()[j].item<double>(), want_grad[j]) << "entry " << j;
+  }
+}
