@@ -4,7 +4,7 @@
 
 #include "kiln/backend/cpu/reduce.h"
 #include "kiln/backend/cpu/reduce_arg.h"
-#include "kiln/backend/cpu/reduce_extreme.h"
+#include "kiln/backend/cpu/reduce_float_runs.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/reduce_util.h"

@@ -1,5 +1,6 @@
 // sum and mean.
 #include "kiln/backend/cpu/reduce.h"
+#include "kiln/backend/cpu/reduce_float_runs.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/reduce_util.h"
@@ -25,6 +26,12 @@ struct SumReducer {
   Acc acc_init() const { return 0; }
   Acc add_lane(Acc a, Lane l) const { return a + l; }
   Acc combine(Acc a, Acc b) const { return a + b; }
+  Acc fold_contiguous(const T* p, int64_t n) const {
+    if constexpr (std::is_same_v<C, float>) {
+      if (n >= cpu::kSumMinRun) return cpu::sum_of_run(p, n);
+    }
+    return cpu::fold_run_lanes<T>(*this, p, n);
+  }
   void write(int64_t o, Acc a, int64_t n) const {
     if constexpr (kFloat) {
       out[o] = static_cast<T>(mean ? a / static_cast<double>(n) : a);

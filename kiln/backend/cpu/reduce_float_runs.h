@@ -1,9 +1,12 @@
 #pragma once
-// max / min of a contiguous run of floats (or 16-bit floats widened to float) with NaN
-// propagation, for amax/amin/max/min over the innermost dims. The generic lane reducer needs a
-// compare and a blend per vector for the NaN on top of the max; here the max instruction keeps
-// a NaN already in the accumulator, and the NaNs it drops from the input are caught by one
-// unordered compare per pair of input vectors.
+// Reductions of a contiguous run of floats (or 16-bit floats widened to float) written on
+// explicit vectors, for the reducers whose generic lane loop (reduce.h) compiles to worse code:
+//  - sum: GCC keeps the generic loop's 64 float lanes in registers only within a loop, so it
+//    spills and reloads all of them around its remainder loop and merge on every run.
+//  - max / min with NaN propagation: the generic lane reducer needs a compare and a blend per
+//    vector for the NaN on top of the max; here the max instruction keeps a NaN already in the
+//    accumulator, and the NaNs it drops from the input are caught by one unordered compare per
+//    pair of input vectors.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -11,6 +14,30 @@
 #include "kiln/backend/cpu/vec_math.h"
 
 namespace kiln::cpu {
+
+// The sum of p[0, n) for n >= kSumMinRun: eight vectors of float lanes (each lane adds at most
+// n / 64 elements, as the generic lanes do), the rest one vector and then one element at a time;
+// the lanes are added in double.
+constexpr int64_t kSumVectors = 8;
+constexpr int64_t kSumMinRun = kSumVectors * kVec;
+template <class T>
+double sum_of_run(const T* p, int64_t n) {
+  fvec s[kSumVectors];
+#pragma GCC unroll 8
+  for (int64_t k = 0; k < kSumVectors; ++k) s[k] = load_vec(p + k * kVec);
+  int64_t i = kSumMinRun;
+  for (; i + kSumMinRun <= n; i += kSumMinRun) {
+#pragma GCC unroll 8
+    for (int64_t k = 0; k < kSumVectors; ++k) s[k] += load_vec(p + i + k * kVec);
+  }
+  fvec rest = fvec{};
+  for (; i + kVec <= n; i += kVec) rest += load_vec(p + i);
+  const fvec all = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])) + rest;
+  double total = 0;
+  for (int64_t k = 0; k < kVec; ++k) total += all[k];
+  for (; i < n; ++i) total += static_cast<float>(p[i]);
+  return total;
+}
 
 // The vectors of one step, and the shortest run extreme_of_run takes.
 constexpr int64_t kExtremeVectors = 4;
