@@ -4,9 +4,10 @@
 //  - sum: GCC keeps the generic loop's 64 float lanes in registers only within a loop, so it
 //    spills and reloads all of them around its remainder loop and merge on every run.
 //  - max / min with NaN propagation: the generic lane reducer needs a compare and a blend per
-//    vector for the NaN on top of the max; here the max instruction keeps a NaN already in the
-//    accumulator, and the NaNs it drops from the input are caught by one unordered compare per
-//    pair of input vectors.
+//    vector for the NaN on top of the max; here the max instruction lets a NaN of the input into
+//    the accumulator, where one unordered compare per pair of accumulators catches it before the
+//    next step drops it. (Comparing the accumulators, not the input, also keeps GCC from loading
+//    every input vector twice.)
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -43,14 +44,14 @@ double sum_of_run(const T* p, int64_t n) {
 constexpr int64_t kExtremeVectors = 4;
 constexpr int64_t kExtremeMinRun = kExtremeVectors * kVec;
 
-// v > m ? v : m (or <): with v first this is one max/min instruction, which returns m when
-// either is NaN.
+// m > v ? m : v (or <): one max/min instruction, which returns v when either is NaN, so a NaN of
+// v lands in the result (and a NaN of m is dropped, having been seen the step before).
 template <bool kMax>
-inline fvec extreme_vec(fvec v, fvec m) {
+inline fvec extreme_vec(fvec m, fvec v) {
   if constexpr (kMax) {
-    return v > m ? v : m;
+    return m > v ? m : v;
   } else {
-    return v < m ? v : m;
+    return m < v ? m : v;
   }
 }
 
@@ -74,14 +75,14 @@ float extreme_of_run(const T* p, int64_t n) {
     fvec v[kExtremeVectors];
     for (int64_t k = 0; k < kExtremeVectors; ++k) v[k] = load_vec(q + k * kVec);
     for (int64_t k = 0; k < kExtremeVectors; ++k)
-      m[k] = first ? v[k] : extreme_vec<kMax>(v[k], m[k]);
-    for (int64_t k = 0; k < kExtremeVectors; k += 2) nan |= unordered(v[k], v[k + 1]);
+      m[k] = first ? v[k] : extreme_vec<kMax>(m[k], v[k]);
+    for (int64_t k = 0; k < kExtremeVectors; k += 2) nan |= unordered(m[k], m[k + 1]);
   };
   step(p, true);
   int64_t i = kExtremeMinRun;
   for (; i + kExtremeMinRun <= n; i += kExtremeMinRun) step(p + i, false);
   if (i < n) step(p + n - kExtremeMinRun, false);
-  for (int64_t k = 1; k < kExtremeVectors; ++k) m[0] = extreme_vec<kMax>(m[k], m[0]);
+  for (int64_t k = 1; k < kExtremeVectors; ++k) m[0] = extreme_vec<kMax>(m[0], m[k]);
   float r = m[0][0];
   for (int64_t k = 1; k < kVec; ++k) r = kMax ? std::max(r, m[0][k]) : std::min(r, m[0][k]);
   for (int64_t k = 0; k < kVec; ++k)
