@@ -124,9 +124,10 @@ TEST(VecMath, ErfAndGelu) {
   EXPECT_EQ(floats(make({kInf, -kInf, 0.f}).erf()), (std::vector<float>{1.f, -1.f, 0.f}));
   EXPECT_TRUE(std::isnan(floats(make({kNaN}).erf())[0]));
   // gelu's negative tail comes from erfc and exp(-x^2 / 2) of x itself, so it keeps its relative
-  // accuracy down to x = -13, where the result is 1e-37 (6 ulps at worst).
+  // accuracy down to x = -13, where the result is 1e-37 (6 ulps at worst; 6.3 in a portable build
+  // without FMA, whose exp(-x^2 / 2) takes the longer polynomial).
   EXPECT_LE(max_ulps([](const Tensor& t) { return gelu(t); }, gelu_exact, grid(-12.9, 8, 300000)),
-            6.0);
+            7.0);
   // tanh's: x sigmoid(2y) inherits the rounding of y, magnified |2y| times by exp (49 ulps at
   // x = -6, where the result is -1e-8).
   EXPECT_LE(max_ulps([](const Tensor& t) { return gelu(t, "tanh"); }, gelu_tanh_exact,
