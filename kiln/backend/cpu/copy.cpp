@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kiln/backend/cpu/copy_transpose.h"
 #include "kiln/backend/cpu/loops.h"
 
 namespace kiln::cpu {
@@ -13,6 +14,7 @@ void copy(const Tensor& dst, const Tensor& src) {
     if (n) std::memcpy(dst.data_ptr(), src.data_ptr(), n);
     return;
   }
+  if (copy_transposed(dst, src)) return;
   visit_all(dst.dtype(), "copy", [&](auto out_tag) {
     using Out = decltype(out_tag);
     visit_all(src.dtype(), "copy", [&](auto in_tag) {
