@@ -90,9 +90,8 @@ KILN_REGISTER_OP(convolution)
       KILN_CHECK(in[0].dim() >= 3, "convolution: expected a batched input [N, C, *], got ",
                  in[0].sizes());
       const conv::Params p = conv_params(in[0], a);
-      return std::vector<TensorSpec>{
-          meta::spec(conv::output_sizes("convolution", in[0], in[1], in[2], p), in[0].dtype(),
-                     in[0].device())};
+      return meta::one_spec(conv::output_sizes("convolution", in[0], in[1], in[2], p),
+                            in[0].dtype(), in[0].device());
     })
     .cpu(convolution_kernel)
     .backward(convolution_backward)
@@ -114,7 +113,7 @@ KILN_REGISTER_OP(convolution_backward_weight)
       KILN_CHECK(in[0].dtype() == in[1].dtype(), op, ": grad_output type (", in[0].dtype(),
                  ") and input type (", in[1].dtype(), ") should be the same");
       weight_grad_params(in[1], a);
-      return std::vector<TensorSpec>{meta::spec(a.shape(4), in[1].dtype(), in[1].device())};
+      return meta::one_spec(a.shape(4), in[1].dtype(), in[1].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const conv::Params p = weight_grad_params(in[1], a);

@@ -60,7 +60,7 @@ KILN_REGISTER_OP(full)
 KILN_REGISTER_OP(_to_copy)
     .schema("_to_copy(Tensor self, ScalarType dtype, Device device) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      return std::vector<TensorSpec>{meta::spec(in[0].sym_sizes(), a.dtype(0), a.device(1))};
+      return meta::one_spec(in[0].sym_sizes(), a.dtype(0), a.device(1));
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       cpu::copy(out[0], in[0]);
@@ -69,10 +69,15 @@ KILN_REGISTER_OP(_to_copy)
     .samples([](ScalarType dt) {
       std::vector<OpSample> s;
       for (ScalarType to : {kFloat64, kFloat32, kBFloat16, kInt64})
-        s.push_back({{samples::make({3, 4}, dt)}, {to, Device(kCPU)}, "to " + std::string(dtype_name(to)), is_floating_point(to) && to == kFloat64});
+        s.push_back({{samples::make({3, 4}, dt)},
+                     {to, Device(kCPU)},
+                     "to " + std::string(dtype_name(to)),
+                     is_floating_point(to) && to == kFloat64});
       return s;
     })
-    .reference([](const std::vector<Tensor>& in, const Attrs&) { return std::vector<Tensor>{in[0]}; })
+    .reference([](const std::vector<Tensor>& in, const Attrs&) {
+      return std::vector<Tensor>{in[0]};
+    })
     .dtypes({kFloat64, kFloat32, kInt32})
     .lowering("pointwise:convert");
 
@@ -84,7 +89,9 @@ KILN_REGISTER_OP(clone)
     })
     .backward([](const BackwardContext& c) { return std::vector<Tensor>{c.grad()}; })
     .samples([](ScalarType dt) { return samples::unary(dt); })
-    .reference([](const std::vector<Tensor>& in, const Attrs&) { return std::vector<Tensor>{in[0]}; })
+    .reference([](const std::vector<Tensor>& in, const Attrs&) {
+      return std::vector<Tensor>{in[0]};
+    })
     .lowering("pointwise:identity");
 
 KILN_REGISTER_OP(copy_)
@@ -128,8 +135,9 @@ KILN_REGISTER_OP(fill_)
     .inplace()
     .backward([](const BackwardContext& c) { return std::vector<Tensor>{zeros_like(c.grad())}; })
     .samples([](ScalarType dt) {
-      return std::vector<OpSample>{{{samples::make({3, 4}, dt)}, {Scalar(1.5)}, "fill"},
-                                   {{samples::make({4, 3}, dt, -3, 3, true)}, {Scalar(2)}, "strided"}};
+      return std::vector<OpSample>{
+          {{samples::make({3, 4}, dt)}, {Scalar(1.5)}, "fill"},
+          {{samples::make({4, 3}, dt, -3, 3, true)}, {Scalar(2)}, "strided"}};
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       return std::vector<Tensor>{full(in[0].sizes(), a.scalar(0), in[0].dtype())};
@@ -153,11 +161,16 @@ Tensor empty_strided(SymIntList size, SymIntList stride, const TensorOptions& o)
 Tensor full(SymIntList size, const Scalar& value, const TensorOptions& o) {
   static const OpDef& op = get_op("full");
   TensorOptions opts = o;
-  if (!o.has_dtype()) opts = o.dtype(value.is_floating_point() ? get_default_dtype() : value.dtype());
+  if (!o.has_dtype())
+    opts = o.dtype(value.is_floating_point() ? get_default_dtype() : value.dtype());
   return finish(call_op1(op, {}, {std::move(size).get(), value, opts.dtype(), opts.device()}), o);
 }
-Tensor zeros(SymIntList size, const TensorOptions& o) { return full(std::move(size), 0.0, o.dtype(o.dtype())); }
-Tensor ones(SymIntList size, const TensorOptions& o) { return full(std::move(size), 1.0, o.dtype(o.dtype())); }
+Tensor zeros(SymIntList size, const TensorOptions& o) {
+  return full(std::move(size), 0.0, o.dtype(o.dtype()));
+}
+Tensor ones(SymIntList size, const TensorOptions& o) {
+  return full(std::move(size), 1.0, o.dtype(o.dtype()));
+}
 
 namespace {
 TensorOptions like(const Tensor& t, const TensorOptions& o) {
@@ -167,15 +180,22 @@ TensorOptions like(const Tensor& t, const TensorOptions& o) {
   return r;
 }
 }  // namespace
-Tensor empty_like(const Tensor& t, const TensorOptions& o) { return empty(t.sym_sizes(), like(t, o)); }
-Tensor zeros_like(const Tensor& t, const TensorOptions& o) { return zeros(t.sym_sizes(), like(t, o)); }
-Tensor ones_like(const Tensor& t, const TensorOptions& o) { return ones(t.sym_sizes(), like(t, o)); }
+Tensor empty_like(const Tensor& t, const TensorOptions& o) {
+  return empty(t.sym_sizes(), like(t, o));
+}
+Tensor zeros_like(const Tensor& t, const TensorOptions& o) {
+  return zeros(t.sym_sizes(), like(t, o));
+}
+Tensor ones_like(const Tensor& t, const TensorOptions& o) {
+  return ones(t.sym_sizes(), like(t, o));
+}
 Tensor full_like(const Tensor& t, const Scalar& v, const TensorOptions& o) {
   return full(t.sym_sizes(), v, like(t, o));
 }
 
 Tensor scalar_tensor(const Scalar& s, const TensorOptions& o) {
-  TensorOptions opts = o.has_dtype() ? o : o.dtype(s.is_floating_point() ? get_default_dtype() : s.dtype());
+  TensorOptions opts =
+      o.has_dtype() ? o : o.dtype(s.is_floating_point() ? get_default_dtype() : s.dtype());
   return full({}, s, opts);
 }
 
@@ -194,7 +214,9 @@ Tensor from_values(const V& values, SymShape shape, ScalarType natural, const Te
     using T = decltype(tag);
     T* p = static_cast<T*>(t.data_ptr());
     size_t i = 0;
-    for (auto v : values) p[i++] = static_cast<T>(static_cast<std::conditional_t<std::is_same_v<T, bool>, bool, double>>(v));
+    for (auto v : values)
+      p[i++] =
+          static_cast<T>(static_cast<std::conditional_t<std::is_same_v<T, bool>, bool, double>>(v));
   });
   if (o.has_device() && !o.device().is_cpu()) t = t.to(o.device());
   return finish(t, o);
@@ -236,10 +258,12 @@ Tensor from_rows(std::initializer_list<std::initializer_list<T>> rows, ScalarTyp
   std::vector<T> flat;
   size_t cols = rows.size() ? rows.begin()->size() : 0;
   for (const auto& r : rows) {
-    KILN_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ", r.size(), ")");
+    KILN_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ", r.size(),
+               ")");
     flat.insert(flat.end(), r.begin(), r.end());
   }
-  return from_values(flat, {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, natural, o);
+  return from_values(flat, {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, natural,
+                     o);
 }
 }  // namespace
 Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const TensorOptions& o) {
@@ -264,8 +288,8 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
   int64_t extent = 1;
   for (size_t d = 0; d < sizes.size(); ++d) extent += (sizes[d] - 1) * strides[d];
   auto storage = std::make_shared<StorageImpl>(
-      data, static_cast<size_t>(std::max<int64_t>(extent, 0)) * element_size(o.dtype()),
-      o.device(), nullptr);
+      data, static_cast<size_t>(std::max<int64_t>(extent, 0)) * element_size(o.dtype()), o.device(),
+      nullptr);
   Tensor t(std::make_shared<TensorImpl>(std::move(storage), o.dtype(),
                                         SymShape(sizes.begin(), sizes.end()),
                                         SymShape(strides.begin(), strides.end())));
@@ -280,8 +304,8 @@ Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> delet
   std::vector<int64_t> sz = sizes.vec();
   int64_t n = 1;
   for (int64_t s : sz) n *= s;
-  auto storage = std::make_shared<StorageImpl>(data, static_cast<size_t>(n) * element_size(o.dtype()),
-                                               o.device(), std::move(deleter));
+  auto storage = std::make_shared<StorageImpl>(
+      data, static_cast<size_t>(n) * element_size(o.dtype()), o.device(), std::move(deleter));
   SymShape s(sz.begin(), sz.end());
   Tensor t(std::make_shared<TensorImpl>(std::move(storage), o.dtype(), s, contiguous_strides(s)));
   return finish(t, o);
@@ -323,7 +347,8 @@ Tensor Tensor::to(Device d, ScalarType dt, bool, bool copy) const {
   return kiln::to(*this, d, dt);
 }
 Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
-  Tensor r = to(o.has_device() ? o.device() : device(), o.has_dtype() ? o.dtype() : dtype(), nb, copy);
+  Tensor r =
+      to(o.has_device() ? o.device() : device(), o.has_dtype() ? o.dtype() : dtype(), nb, copy);
   if (o.requires_grad()) r.requires_grad_(true);
   return r;
 }

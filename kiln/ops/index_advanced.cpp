@@ -257,7 +257,7 @@ KILN_REGISTER_OP(index)
     .schema("index(Tensor self, Tensor?[] indices) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
       const AdvancedPlan p = make_plan("index", in[0], in.data() + 1, in.size() - 1);
-      return std::vector<TensorSpec>{meta::spec(p.result, in[0].dtype(), in[0].device())};
+      return meta::one_spec(p.result, in[0].dtype(), in[0].device());
     })
     .cpu(index_kernel)
     .backward([](const BackwardContext& c) {
@@ -285,7 +285,7 @@ KILN_REGISTER_OP(index_put)
       KILN_CHECK(SymIntArrayRef(b) == SymIntArrayRef(p.result),
                  "index_put_: shape mismatch: ", "value tensor of shape ", values.sizes(),
                  " cannot be broadcast to indexing ", "result of shape ", SymIntArrayRef(p.result));
-      return std::vector<TensorSpec>{meta::spec(self.sym_sizes(), self.dtype(), self.device())};
+      return meta::one_spec(self.sym_sizes(), self.dtype(), self.device());
     })
     .cpu(index_put_kernel)
     .backward([](const BackwardContext& c) {

@@ -346,7 +346,7 @@ KILN_REGISTER_OP(take)
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
       KILN_CHECK(in[1].dtype() == kInt64 || in[1].dtype() == kInt32,
                  "take(): Expected a long tensor for index, but got ", in[1].dtype());
-      return std::vector<TensorSpec>{meta::spec(in[1].sym_sizes(), in[0].dtype(), in[0].device())};
+      return meta::one_spec(in[1].sym_sizes(), in[0].dtype(), in[0].device());
     })
     .cpu(take_kernel)
     .backward([](const BackwardContext& c) {

@@ -120,7 +120,7 @@ MetaFn scatter_meta(const char* name, ScatterKind kind) {
                  src->dtype(), ")");
     }
     check_shapes(name, self, index, src, s.dim);
-    return std::vector<TensorSpec>{meta::spec(self.sym_sizes(), self.dtype(), self.device())};
+    return meta::one_spec(self.sym_sizes(), self.dtype(), self.device());
   };
 }
 

@@ -71,7 +71,7 @@ MetaFn index_source_meta(const char* op) {
       KILN_CHECK(d == dim || self.size(d) == source.size(d), op, "(): source ", source.sizes(),
                  " and self ", self.sizes(), " must match in every dim but ", dim);
     }
-    return std::vector<TensorSpec>{meta::spec(self.sym_sizes(), self.dtype(), self.device())};
+    return meta::one_spec(self.sym_sizes(), self.dtype(), self.device());
   };
 }
 

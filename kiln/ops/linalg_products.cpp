@@ -34,7 +34,7 @@ SymShape product_shape(const char* op, const char* name_a, const Tensor& a, cons
 MetaFn product_meta(const char* op, int64_t nd) {
   return [op, nd](const std::vector<Tensor>& in, const Attrs&) {
     SymShape shape = product_shape(op, "self", in[0], "mat2", in[1], nd);
-    return std::vector<TensorSpec>{meta::spec(std::move(shape), in[0].dtype(), in[0].device())};
+    return meta::one_spec(std::move(shape), in[0].dtype(), in[0].device());
   };
 }
 
@@ -54,7 +54,7 @@ MetaFn add_product_meta(const char* op, int64_t nd) {
     KILN_CHECK(fits, op, ": self of shape ", self.sizes(),
                " cannot be broadcast to the product's shape ", SymIntArrayRef(shape));
     linalg::check_integral_scalars(op, self.dtype(), attrs.scalar(0), attrs.scalar(1));
-    return std::vector<TensorSpec>{meta::spec(std::move(shape), self.dtype(), self.device())};
+    return meta::one_spec(std::move(shape), self.dtype(), self.device());
   };
 }
 

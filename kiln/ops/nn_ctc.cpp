@@ -336,7 +336,7 @@ KILN_REGISTER_OP(ctc_loss_backward)
       check_shapes({in[1], in[2], in[3], in[4]});
       KILN_CHECK(in[0].dim() == 1 && in[0].size(0) == in[1].size(1),
                  "ctc_loss_backward: expected a gradient of shape (N), got ", in[0].sizes());
-      return std::vector<TensorSpec>{meta::spec(in[1].sym_sizes(), in[1].dtype(), in[1].device())};
+      return meta::one_spec(in[1].sym_sizes(), in[1].dtype(), in[1].device());
     })
     .cpu(ctc_backward_kernel)
     .samples(ctc_backward_samples)

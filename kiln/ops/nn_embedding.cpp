@@ -75,7 +75,7 @@ KILN_REGISTER_OP(embedding)
       KILN_CHECK(!a.b(2), "embedding: sparse gradients are not supported; pass sparse=false");
       SymShape shape = in[1].sym_sizes();
       shape.push_back(w.size(1));
-      return std::vector<TensorSpec>{meta::spec(shape, w.dtype(), w.device())};
+      return meta::one_spec(shape, w.dtype(), w.device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       const Tensor w = in[0].contiguous();
@@ -119,8 +119,7 @@ KILN_REGISTER_OP(embedding_backward)
       const Tensor& g = in[0];
       KILN_CHECK(g.dim() == in[1].dim() + 1,
                  "embedding_backward: grad must have one more dim than indices");
-      return std::vector<TensorSpec>{
-          meta::spec({SymInt(a.i(0)), g.size(-1)}, g.dtype(), g.device())};
+      return meta::one_spec({SymInt(a.i(0)), g.size(-1)}, g.dtype(), g.device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const int64_t rows = a.i(0), pad = a.i(1);

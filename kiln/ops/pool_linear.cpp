@@ -92,8 +92,7 @@ bool register_separable(const SeparableDef& def) {
   register_op(def.name)
       .schema(def.schema)
       .meta([def](const std::vector<Tensor>& in, const Attrs& a) {
-        return std::vector<TensorSpec>{
-            meta::spec(def.output_sizes(in[0], a), in[0].dtype(), in[0].device())};
+        return meta::one_spec(def.output_sizes(in[0], a), in[0].dtype(), in[0].device());
       })
       .cpu([def](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
         apply(def, a, in[0], out[0], false);
@@ -118,7 +117,7 @@ bool register_separable(const SeparableDef& def) {
             def.output_sizes(empty_meta(sizes, in[0].dtype()), without_sizes(a));
         KILN_CHECK(in[0].sym_sizes() == expected, def.name, "_backward: expected a gradient of ",
                    "size ", expected, ", but got ", in[0].sizes());
-        return std::vector<TensorSpec>{meta::spec(sizes, in[0].dtype(), in[0].device())};
+        return meta::one_spec(sizes, in[0].dtype(), in[0].device());
       })
       .cpu([def](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
         apply(def, without_sizes(a), in[0], out[0], true);

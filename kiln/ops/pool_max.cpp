@@ -208,7 +208,7 @@ KILN_REGISTER_OP(max_pool_backward)
           in[0].dim() == 4 && in[1].dtype() == kInt64 && in[0].sym_sizes() == in[1].sym_sizes(),
           "max_pool_backward: expected grad and int64 indices of one 4-D shape, got ",
           in[0].sizes(), " and ", in[1].sizes());
-      return std::vector<TensorSpec>{meta::spec(a.shape(0), in[0].dtype(), in[0].device())};
+      return meta::one_spec(a.shape(0), in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       const Tensor g = pool::to_compute(in[0]);
@@ -261,7 +261,7 @@ KILN_REGISTER_OP(max_pool_gather)
       KILN_CHECK(in[0].dim() == 4 && in[1].dim() == 4 && in[1].dtype() == kInt64,
                  "max_pool_gather: expected a 4-D input and 4-D int64 indices, got ", in[0].sizes(),
                  " and ", in[1].sizes());
-      return std::vector<TensorSpec>{meta::spec(in[1].sym_sizes(), in[0].dtype(), in[0].device())};
+      return meta::one_spec(in[1].sym_sizes(), in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       const Tensor x = pool::to_compute(in[0]);

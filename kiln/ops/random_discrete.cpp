@@ -144,7 +144,7 @@ KILN_REGISTER_OP(bernoulli)
     .schema("bernoulli(Tensor self, Generator? generator=None) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
       random_util::check_floating("bernoulli", in[0].dtype());
-      return std::vector<TensorSpec>{meta::spec(in[0].sym_sizes(), in[0].dtype(), in[0].device())};
+      return meta::one_spec(in[0].sym_sizes(), in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       bernoulli_tensor_kernel(out[0], in[0], a.generator(0));

@@ -163,7 +163,7 @@ KILN_REGISTER_OP(multinomial)
                  "multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
                  "replacement");
       SymShape size = p.dim() == 2 ? SymShape{p.size(0), samples} : SymShape{samples};
-      return std::vector<TensorSpec>{meta::spec(size, kInt64, p.device())};
+      return meta::one_spec(size, kInt64, p.device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const ProbRows pr = read_probs(in[0]);

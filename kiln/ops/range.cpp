@@ -80,7 +80,7 @@ KILN_REGISTER_OP(arange)
         "Tensor")
     .meta([](const std::vector<Tensor>&, const Attrs& a) {
       const int64_t n = arange_size(a.scalar(0), a.scalar(1), a.scalar(2));
-      return std::vector<TensorSpec>{meta::spec({n}, a.dtype(3), a.device(4))};
+      return meta::one_spec({n}, a.dtype(3), a.device(4));
     })
     .cpu([](const std::vector<Tensor>&, std::vector<Tensor>& out, const Attrs& a) {
       if (all_integral(a) && is_integral(out[0].dtype())) {
@@ -113,7 +113,7 @@ KILN_REGISTER_OP(linspace)
         "Tensor")
     .meta([](const std::vector<Tensor>&, const Attrs& a) {
       KILN_CHECK(a.i(2) >= 0, "linspace: number of steps must be non-negative, got ", a.i(2));
-      return std::vector<TensorSpec>{meta::spec({a.i(2)}, a.dtype(3), a.device(4))};
+      return meta::one_spec({a.i(2)}, a.dtype(3), a.device(4));
     })
     .cpu([](const std::vector<Tensor>&, std::vector<Tensor>& out, const Attrs& a) {
       const double s = a.f(0), e = a.f(1);
@@ -143,7 +143,7 @@ KILN_REGISTER_OP(logspace)
         "device) -> Tensor")
     .meta([](const std::vector<Tensor>&, const Attrs& a) {
       KILN_CHECK(a.i(2) >= 0, "logspace: number of steps must be non-negative, got ", a.i(2));
-      return std::vector<TensorSpec>{meta::spec({a.i(2)}, a.dtype(4), a.device(5))};
+      return meta::one_spec({a.i(2)}, a.dtype(4), a.device(5));
     })
     .cpu([](const std::vector<Tensor>&, std::vector<Tensor>& out, const Attrs& a) {
       const double s = a.f(0), e = a.f(1), base = a.f(3);
@@ -172,7 +172,7 @@ KILN_REGISTER_OP(eye)
     .meta([](const std::vector<Tensor>&, const Attrs& a) {
       KILN_CHECK(a.i(0) >= 0, "eye: n must be greater or equal to 0, got ", a.i(0));
       KILN_CHECK(a.i(1) >= 0, "eye: m must be greater or equal to 0, got ", a.i(1));
-      return std::vector<TensorSpec>{meta::spec({a.i(0), a.i(1)}, a.dtype(2), a.device(3))};
+      return meta::one_spec({a.i(0), a.i(1)}, a.dtype(2), a.device(3));
     })
     .cpu([](const std::vector<Tensor>&, std::vector<Tensor>& out, const Attrs& a) {
       cpu::fill(out[0], 0);

@@ -52,8 +52,7 @@ void register_logical(const char* op) {
         const Tensor& x = in[0];
         auto dims = reduce::reduced_dims(op, a.ints(0), x.dim());
         ScalarType dt = x.dtype() == kUInt8 ? kUInt8 : kBool;
-        return std::vector<TensorSpec>{
-            meta::spec(reduce::reduced_shape(x, dims, a.b(1)), dt, x.device())};
+        return meta::one_spec(reduce::reduced_shape(x, dims, a.b(1)), dt, x.device());
       })
       .cpu([op](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
         auto dims = reduce::reduced_dims(op, a.ints(0), in[0].dim());
@@ -102,8 +101,7 @@ KILN_REGISTER_OP(count_nonzero)
     .schema("count_nonzero(Tensor self, int[] dim=[]) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       auto dims = reduce::reduced_dims("count_nonzero", a.ints(0), in[0].dim());
-      return std::vector<TensorSpec>{
-          meta::spec(reduce::reduced_shape(in[0], dims, false), kInt64, in[0].device())};
+      return meta::one_spec(reduce::reduced_shape(in[0], dims, false), kInt64, in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       auto dims = reduce::reduced_dims("count_nonzero", a.ints(0), in[0].dim());

@@ -73,8 +73,8 @@ MetaFn extreme_meta(const char* op, const char* pytorch_name, bool has_dims) {
     auto dims = reduce::reduced_dims(op, given, in[0].dim());
     reduce::check_nonempty(pytorch_name, in[0], dims, !given.empty());
     bool keepdim = has_dims && a.b(1);
-    return std::vector<TensorSpec>{
-        meta::spec(reduce::reduced_shape(in[0], dims, keepdim), in[0].dtype(), in[0].device())};
+    return meta::one_spec(reduce::reduced_shape(in[0], dims, keepdim), in[0].dtype(),
+                          in[0].device());
   };
 }
 
@@ -222,8 +222,7 @@ void register_arg(const char* op, const char* pytorch_name) {
         std::vector<int64_t> dims = reduce::reduced_dims(
             op, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{}, x.dim());
         reduce::check_nonempty(pytorch_name, x, dims, dim.has_value());
-        return std::vector<TensorSpec>{
-            meta::spec(reduce::reduced_shape(x, dims, a.b(1)), kInt64, x.device())};
+        return meta::one_spec(reduce::reduced_shape(x, dims, a.b(1)), kInt64, x.device());
       })
       .cpu([op](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
         const Tensor& x = in[0];

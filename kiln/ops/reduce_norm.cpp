@@ -219,8 +219,8 @@ KILN_REGISTER_OP(norm)
                      " norm on an empty tensor because the operation does not have an identity");
         }
       }
-      return std::vector<TensorSpec>{meta::spec(reduce::reduced_shape(x, n.dims, n.keepdim),
-                                                dt ? *dt : x.dtype(), x.device())};
+      return meta::one_spec(reduce::reduced_shape(x, n.dims, n.keepdim), dt ? *dt : x.dtype(),
+                            x.device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       NormArgs n = norm_args(in[0], a);
@@ -261,8 +261,8 @@ KILN_REGISTER_OP(logsumexp)
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
       auto dims = reduce::reduced_dims("logsumexp", a.ints(0), x.dim());
-      return std::vector<TensorSpec>{meta::spec(reduce::reduced_shape(x, dims, a.b(1)),
-                                                meta::to_float_dtype(x.dtype()), x.device())};
+      return meta::one_spec(reduce::reduced_shape(x, dims, a.b(1)), meta::to_float_dtype(x.dtype()),
+                            x.device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       auto dims = reduce::reduced_dims("logsumexp", a.ints(0), in[0].dim());

@@ -55,8 +55,7 @@ KILN_REGISTER_OP(prod)
       auto dims = reduce::reduced_dims("prod", a.ints(0), in[0].dim());
       auto req = a.opt_dtype(2);
       ScalarType dt = req ? *req : is_integral(in[0].dtype(), true) ? kInt64 : in[0].dtype();
-      return std::vector<TensorSpec>{
-          meta::spec(reduce::reduced_shape(in[0], dims, a.b(1)), dt, in[0].device())};
+      return meta::one_spec(reduce::reduced_shape(in[0], dims, a.b(1)), dt, in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       auto dims = reduce::reduced_dims("prod", a.ints(0), in[0].dim());

@@ -88,8 +88,8 @@ ReferenceFn scan_reference(const char* op) {
 MetaFn scan_meta(const char* op) {
   return [op](const std::vector<Tensor>& in, const Attrs& a) {
     scan_dim(op, in[0], a);
-    return std::vector<TensorSpec>{
-        meta::spec(in[0].sym_sizes(), scan_dtype(in[0].dtype(), a.opt_dtype(1)), in[0].device())};
+    return meta::one_spec(in[0].sym_sizes(), scan_dtype(in[0].dtype(), a.opt_dtype(1)),
+                          in[0].device());
   };
 }
 

@@ -78,8 +78,7 @@ MetaFn sum_meta(const char* op, ScalarType (*dtype)(ScalarType, std::optional<Sc
   return [op, dtype](const std::vector<Tensor>& in, const Attrs& a) {
     auto dims = reduce::reduced_dims(op, a.ints(0), in[0].dim());
     ScalarType dt = dtype(in[0].dtype(), a.opt_dtype(2));
-    return std::vector<TensorSpec>{
-        meta::spec(reduce::reduced_shape(in[0], dims, a.b(1)), dt, in[0].device())};
+    return meta::one_spec(reduce::reduced_shape(in[0], dims, a.b(1)), dt, in[0].device());
   };
 }
 

@@ -161,7 +161,7 @@ KILN_REGISTER_OP(as_strided_backward)
       KILN_CHECK(in[0].sizes() == SymIntArrayRef(a.shape(0)), "as_strided_backward: grad_output ",
                  "of shape ", in[0].sizes(), " does not match the view's shape ",
                  SymIntArrayRef(a.shape(0)));
-      return std::vector<TensorSpec>{meta::spec(a.shape(3), in[0].dtype(), in[0].device())};
+      return meta::one_spec(a.shape(3), in[0].dtype(), in[0].device());
     })
     .cpu(as_strided_backward_kernel)
     .backward([](const BackwardContext& c) {

@@ -197,8 +197,7 @@ KILN_REGISTER_OP(roll)
 KILN_REGISTER_OP(repeat)
     .schema("repeat(Tensor self, SymInt[] repeats) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      return std::vector<TensorSpec>{
-          meta::spec(repeat_sizes(in[0], a.shape(0)), in[0].dtype(), in[0].device())};
+      return meta::one_spec(repeat_sizes(in[0], a.shape(0)), in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const Tensor& x = in[0];
@@ -262,7 +261,7 @@ KILN_REGISTER_OP(repeat_interleave)
       const int64_t d = meta::wrap_dim("repeat_interleave", a.i(1), x.dim());
       SymShape sizes = x.sym_sizes();
       sizes[d] = sizes[d] * a.i(0);
-      return std::vector<TensorSpec>{meta::spec(sizes, x.dtype(), x.device())};
+      return meta::one_spec(sizes, x.dtype(), x.device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       std::vector<GatherDim> dims = identity_dims(in[0]);

@@ -166,8 +166,7 @@ std::vector<OpSample> pad_samples(ScalarType dt) {
 KILN_REGISTER_OP(pad)
     .schema("pad(Tensor self, int[] pad, str mode=\"constant\", float? value=None) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      return std::vector<TensorSpec>{
-          meta::spec(padded_sizes(in[0], a), in[0].dtype(), in[0].device())};
+      return meta::one_spec(padded_sizes(in[0], a), in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       shape::gather_copy(out[0], in[0], pad_dims(in[0], a.ints(0), pad_mode(a.str(1))),
@@ -202,7 +201,7 @@ KILN_REGISTER_OP(pad_backward)
       SymShape expected = padded_sizes(probe, shape::drop_attrs(a, 1));
       KILN_CHECK(g.sizes() == SymIntArrayRef(expected), "pad_backward: grad_output of shape ",
                  g.sizes(), " does not match the padded shape ", SymIntArrayRef(expected));
-      return std::vector<TensorSpec>{meta::spec(a.shape(0), g.dtype(), g.device())};
+      return meta::one_spec(a.shape(0), g.dtype(), g.device());
     })
     .cpu(pad_backward_kernel)
     .backward([](const BackwardContext& c) {

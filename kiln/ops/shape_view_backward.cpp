@@ -64,7 +64,7 @@ void register_view_backward(const char* forward_name, bool overlapping) {
         KILN_CHECK(SymIntArrayRef(v.sizes) == g.sizes(), name, ": grad_output of shape ", g.sizes(),
                    " does not match the shape ", SymIntArrayRef(v.sizes), " that ", forward,
                    " gives for an input of shape ", SymIntArrayRef(sizes));
-        return std::vector<TensorSpec>{meta::spec(sizes, g.dtype(), g.device())};
+        return meta::one_spec(sizes, g.dtype(), g.device());
       })
       .cpu([forward, overlapping](const std::vector<Tensor>& in, std::vector<Tensor>& out,
                                   const Attrs& a) {

@@ -22,7 +22,7 @@ MetaFn softmax_meta(const char* op) {
     ScalarType dt = requested ? *requested : x.dtype();
     KILN_CHECK(is_floating_point(dt), op, ": expected a floating point input or dtype, got ", dt,
                " (pass dtype= to compute an integer tensor in a floating type)");
-    return std::vector<TensorSpec>{meta::spec(x.sym_sizes(), dt, x.device())};
+    return meta::one_spec(x.sym_sizes(), dt, x.device());
   };
 }
 

@@ -93,7 +93,7 @@ KILN_REGISTER_OP(value_selecting_backward)
         "Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       check_indices("value_selecting_backward", in[1]);
-      return std::vector<TensorSpec>{meta::spec(a.shape(1), in[0].dtype(), in[0].device())};
+      return meta::one_spec(a.shape(1), in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const char* op = "value_selecting_backward";
@@ -151,7 +151,7 @@ KILN_REGISTER_OP(select_along_dim)
                    in[0].sym_sizes(), " and indices ", in[1].sym_sizes(),
                    " must match except in dim ", dim);
       }
-      return std::vector<TensorSpec>{meta::spec(in[1].sym_sizes(), in[0].dtype(), in[0].device())};
+      return meta::one_spec(in[1].sym_sizes(), in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const char* op = "select_along_dim";

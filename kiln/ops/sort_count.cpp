@@ -143,7 +143,7 @@ KILN_REGISTER_OP(histc)
       KILN_CHECK(a.i(0) > 0, "torch.histogram(): bins must be > 0, but got ", a.i(0),
                  " for dimension 0");
       KILN_CHECK(a.f(1) <= a.f(2), "torch.histc: max must be larger than min");
-      return std::vector<TensorSpec>{meta::spec({a.i(0)}, x.dtype(), x.device())};
+      return meta::one_spec({a.i(0)}, x.dtype(), x.device());
     })
     .cpu(histc_kernel)
     .samples([](ScalarType dt) {
@@ -181,7 +181,7 @@ KILN_REGISTER_OP(bincount)
       const Tensor* weights = in.size() > 1 && in[1].defined() ? &in[1] : nullptr;
       check_bincount(in[0], weights, a.i(0));
       const SymInt n = sorting::data_dependent_size("bincount", in[0], in[0].numel());
-      return std::vector<TensorSpec>{meta::spec({n}, bincount_dtype(weights), in[0].device())};
+      return meta::one_spec({n}, bincount_dtype(weights), in[0].device());
     })
     .cpu(bincount_kernel)
     .dynamic()

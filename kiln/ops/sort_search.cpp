@@ -132,8 +132,7 @@ KILN_REGISTER_OP(searchsorted)
       search_right(a);
       const Tensor* sorter = in.size() > 2 && in[2].defined() ? &in[2] : nullptr;
       check_search_inputs(in[0], in[1], sorter);
-      return std::vector<TensorSpec>{
-          meta::spec(in[1].sym_sizes(), a.b(0) ? kInt32 : kInt64, in[1].device())};
+      return meta::one_spec(in[1].sym_sizes(), a.b(0) ? kInt32 : kInt64, in[1].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const Tensor* sorter = in.size() > 2 && in[2].defined() ? &in[2] : nullptr;

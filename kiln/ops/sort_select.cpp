@@ -269,7 +269,7 @@ KILN_REGISTER_OP(mode)
 KILN_REGISTER_OP(median)
     .schema("median(Tensor self) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
-      return std::vector<TensorSpec>{meta::spec({}, in[0].dtype(), in[0].device())};
+      return meta::one_spec({}, in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       const Tensor& x = in[0];

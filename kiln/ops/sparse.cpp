@@ -188,8 +188,7 @@ KILN_REGISTER_OP(sparse_csr_mm)
 KILN_REGISTER_OP(sparse_csr_to_dense)
     .schema("sparse_csr_to_dense(Tensor crow, Tensor col, Tensor values, int cols) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      return std::vector<TensorSpec>{
-          meta::spec({in[0].size(0) - 1, SymInt(a.i(0))}, in[2].dtype(), in[2].device())};
+      return meta::one_spec({in[0].size(0) - 1, SymInt(a.i(0))}, in[2].dtype(), in[2].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const Tensor rows = csr_row_ids(in[0]);
