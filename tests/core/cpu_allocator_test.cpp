@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "kiln/kiln.h"
 
 namespace kiln {
@@ -66,6 +69,23 @@ TEST_F(CpuCache, LimitEvictsOldestAndZeroTurnsCachingOff) {
   cpu::set_cache_limit(0);
   { Tensor a = empty({kLarge}, kUInt8); }
   EXPECT_EQ(cpu::cached_bytes(), 0u);
+}
+
+// Buffers of at most 16 bytes come from malloc, 16-byte aligned (within one cache line); larger
+// ones are 64-byte aligned. Both hold their bytes.
+TEST(CpuAllocator, SmallBuffersSixteenLargerSixtyFourByteAligned) {
+  for (int64_t bytes : {1, 4, 15, 16, 17, 64, 100, 4096}) {
+    SCOPED_TRACE(std::to_string(bytes) + " bytes");
+    std::vector<Tensor> keep;
+    for (int k = 0; k < 8; ++k) {
+      Tensor t = full({bytes}, k + 1, kUInt8);
+      const auto address = reinterpret_cast<uintptr_t>(t.data_ptr());
+      EXPECT_EQ(address % (bytes <= 16 ? 16 : 64), 0u);
+      if (bytes <= 16) EXPECT_EQ(address / 64, (address + bytes - 1) / 64);  // one cache line
+      keep.push_back(t);
+    }
+    for (int k = 0; k < 8; ++k) EXPECT_EQ(keep[k].sum().item<int64_t>(), (k + 1) * bytes);
+  }
 }
 
 }  // namespace
