@@ -15,7 +15,8 @@
 //      Lane lane_init(), fold(Lane, compute_t<T>), merge(Lane, Lane);
 //      Acc acc_init(), add_lane(Acc, Lane), combine(Acc, Acc);
 //      void write(int64_t output_index, Acc, int64_t count);
-//    run by reduce_elementwise<T>() on any plan.
+//    and optionally Acc fold_contiguous(const T*, int64_t n) for a contiguous run (explicit
+//    vector code, reduce_float_runs.h); run by reduce_elementwise<T>() on any plan.
 //  - Run reducers (var, logsumexp): type Acc, and
 //      Acc init(), run(const T* p, int64_t n), combine(Acc, Acc); void write(o, Acc, count);
 //    where run() sees contiguous pieces of at most kReduceBlock elements; reduce_runs<T>() uses
