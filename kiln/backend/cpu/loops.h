@@ -150,9 +150,7 @@ void vectorised_run(const F& f, const std::array<char*, N + 1>& ptr, int64_t n,
         src0[k] = in[k] + i;
         src1[k] = in[k] + i + kVec;
       }
-      const fvec r0 = apply(src0), r1 = apply(src1);
-      store_vec(out + i, r0);
-      store_vec(out + i + kVec, r1);
+      store_vec2(out + i, apply(src0), apply(src1));
     }
     for (; i + kVec <= n; i += kVec) {
       std::array<const T*, N> src;

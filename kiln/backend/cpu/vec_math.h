@@ -260,17 +260,35 @@ inline fvec load_vec(const Half* p) {
   return v;
 }
 inline void store_vec(float* p, fvec v) { std::memcpy(p, &v, sizeof(v)); }
-// Round to nearest even, NaN to the canonical NaN: BFloat16(float) on every lane.
-inline void store_vec(BFloat16* p, fvec v) {
+// BFloat16(float) on every lane (round to nearest even, NaN to the canonical NaN), in the low
+// 16 bits of each lane.
+inline uvec bfloat16_bits(fvec v) {
   const uvec u = reinterpret_cast<uvec>(v);
   const uvec rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const uvec bits = v != v ? uvec{} + 0x7fc0u : rounded;
-  const u16vec h = __builtin_convertvector(bits, u16vec);
+  return v != v ? uvec{} + 0x7fc0u : rounded;
+}
+inline void store_vec(BFloat16* p, fvec v) {
+  const u16vec h = __builtin_convertvector(bfloat16_bits(v), u16vec);
   std::memcpy(static_cast<void*>(p), &h, sizeof(h));
 }
 template <class T>
 inline void store_vec(T* p, fvec v) {
   for (int k = 0; k < kVec; ++k) p[k] = T(v[k]);
 }
+// Stores a then b (2 kVec consecutive elements).
+template <class T>
+inline void store_vec2(T* p, fvec a, fvec b) {
+  store_vec(p, a);
+  store_vec(p + kVec, b);
+}
+#if defined(__AVX2__)
+// Both vectors' bfloat16 halves packed into one register and one store (each separately is a
+// pack with zeros, a lane permute and a half-width store).
+inline void store_vec2(BFloat16* p, fvec a, fvec b) {
+  const __m256i packed = _mm256_packus_epi32(reinterpret_cast<__m256i>(bfloat16_bits(a)),
+                                             reinterpret_cast<__m256i>(bfloat16_bits(b)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permute4x64_epi64(packed, 0xd8));
+}
+#endif
 
 }  // namespace kiln::cpu
