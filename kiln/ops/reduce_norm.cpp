@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "kiln/backend/cpu/reduce.h"
+#include "kiln/backend/cpu/reduce_float_runs.h"
 #include "kiln/backend/cpu/reduce_math.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
@@ -166,10 +167,12 @@ struct LogSumExpRuns {
     int64_t i = 0;
     double m, s = 0;
     if constexpr (std::is_same_v<C, float>) {
-      cpu::fvec mv = cpu::splat(-INFINITY);
-      for (; i + cpu::kVec <= n; i += cpu::kVec) mv = cpu::max_vec(mv, cpu::load_vec(p + i));
-      float mf = cpu::hmax(mv);
-      for (; i < n; ++i) mf = cpu::max_nan(mf, static_cast<float>(p[i]));
+      float mf = -INFINITY;
+      if (n >= cpu::kExtremeMinRun) {
+        mf = cpu::extreme_of_run<true>(p, n);
+      } else {
+        for (; i < n; ++i) mf = cpu::max_nan(mf, static_cast<float>(p[i]));
+      }
       if (!std::isfinite(mf)) return {mf, 0};
       cpu::fvec sv = cpu::splat(0);
       for (i = 0; i + cpu::kVec <= n; i += cpu::kVec) sv += cpu::exp_vec(cpu::load_vec(p + i) - mf);

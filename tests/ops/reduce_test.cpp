@@ -315,6 +315,29 @@ TEST(Reduce, ExtremesPropagateNaNFromEveryPosition) {
   }
 }
 
+// softmax, log_softmax and logsumexp take the row maximum with the vector run kernel for long
+// rows: a NaN anywhere in a row makes that row NaN, the other rows match float64.
+TEST(Reduce, SoftmaxRowsWithNaNAtAnyPosition) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  for (ScalarType dt : {kFloat32, kBFloat16}) {
+    for (int64_t j : {0, 13, 31, 32, 47, 69}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + ", NaN at " + std::to_string(j));
+      Tensor x = make({3, 70}, dt);
+      x.index_put_({1, j}, kNaN);
+      Tensor d = x.to(kFloat64);
+      for (Tensor got : {softmax(x, 1), log_softmax(x, 1), x.logsumexp({1}, true)}) {
+        Tensor g = got.to(kFloat64);
+        EXPECT_TRUE(g[1].isnan().all().item<bool>());
+        EXPECT_FALSE(g[0].isnan().any().item<bool>());
+        EXPECT_FALSE(g[2].isnan().any().item<bool>());
+      }
+      const double tol = dt == kFloat32 ? 1e-6 : 1e-2;
+      expect_matches_double(softmax(x, 1)[0], softmax(d, 1)[0], tol);
+      expect_matches_double(x.logsumexp({1}, true)[2], d.logsumexp({1}, true)[2], tol);
+    }
+  }
+}
+
 // Every plan of the CPU driver against the same reduction of a float64 contiguous copy.
 TEST(Reduce, LayoutsMatchContiguousDouble) {
   Tensor x = make({37, 53}, kFloat32);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kiln/backend/cpu/reduce.h"
+#include "kiln/backend/cpu/reduce_float_runs.h"
 #include "kiln/backend/cpu/reduce_math.h"
 
 namespace kiln::cpu {
@@ -16,22 +17,20 @@ constexpr int64_t kSumBlock = 1024;
 // Rows of 16-bit types up to this length are widened into a float buffer.
 constexpr int64_t kScratchRow = int64_t{1} << 24;
 
-// The maximum of a row; with `widened`, the row is also stored there as floats.
+// The maximum of a row (NaN if it has one); with `widened`, the row is first stored there as
+// floats. Long rows go through the run kernel's independent accumulators (a single chain of
+// compare+blend per vector would serialise the row on its latency).
 template <class S>
 float row_max(const S* x, int64_t n, float* widened = nullptr) {
-  int64_t i = 0;
-  fvec mv = splat(-INFINITY);
-  for (; i + kVec <= n; i += kVec) {
-    const fvec v = load_vec(x + i);
-    if (widened) store_vec(widened + i, v);
-    mv = max_vec(mv, v);
+  if (widened) {
+    int64_t i = 0;
+    for (; i + kVec <= n; i += kVec) store_vec(widened + i, load_vec(x + i));
+    for (; i < n; ++i) widened[i] = static_cast<float>(x[i]);
+    return row_max(static_cast<const float*>(widened), n);
   }
-  float m = hmax(mv);
-  for (; i < n; ++i) {
-    const float v = static_cast<float>(x[i]);
-    if (widened) widened[i] = v;
-    m = max_nan(m, v);
-  }
+  if (n >= kExtremeMinRun) return extreme_of_run<true>(x, n);
+  float m = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) m = max_nan(m, static_cast<float>(x[i]));
   return m;
 }
 
