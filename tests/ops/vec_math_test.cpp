@@ -172,4 +172,38 @@ TEST(VecMath, TailsStridesAndBFloat16AgreeWithTheVectorBody) {
 }
 
 }  // namespace
+// bfloat16 +, -, *, / run in the vector loop (16 elements widened and narrowed as a pair): every
+// result is the float result rounded, dense, in the tail, strided and broadcast, NaN included.
+TEST(VecMath, BFloat16ArithmeticIsTheRoundedFloatResult) {
+  std::vector<float> av = grid(-7, 9, 40), bv = grid(3, -5, 40);
+  av[3] = kNaN, bv[17] = kInf, av[18] = -kInf, bv[20] = 0.f, av[21] = 3e38f, bv[21] = 7.f;
+  const Tensor a = make(av).to(kBFloat16), b = make(bv).to(kBFloat16);
+  using Op = Tensor (*)(const Tensor&, const Tensor&);
+  const std::vector<std::pair<const char*, Op>> ops = {
+      {"add", [](const Tensor& x, const Tensor& y) { return x + y; }},
+      {"sub", [](const Tensor& x, const Tensor& y) { return x - y; }},
+      {"mul", [](const Tensor& x, const Tensor& y) { return x * y; }},
+      {"div", [](const Tensor& x, const Tensor& y) { return x / y; }},
+  };
+  auto same = [](const Tensor& got, const Tensor& want) {
+    const std::vector<float> g = floats(got), w = floats(want);
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (std::isnan(w[i])) {
+        EXPECT_TRUE(std::isnan(g[i])) << "at " << i;
+      } else {
+        EXPECT_EQ(g[i], w[i]) << "at " << i;
+      }
+    }
+  };
+  for (const auto& [name, op] : ops) {
+    SCOPED_TRACE(name);
+    const Tensor af = a.to(kFloat32), bf = b.to(kFloat32);
+    same(op(a, b), op(af, bf).to(kBFloat16));
+    same(op(a.slice(0, 1, 40, 2), b.slice(0, 0, 39, 2)),
+         op(af.slice(0, 1, 40, 2), bf.slice(0, 0, 39, 2)).to(kBFloat16));
+    same(op(a, b.slice(0, 5, 6)), op(af, bf.slice(0, 5, 6)).to(kBFloat16));
+  }
+}
+
 }  // namespace kiln

@@ -117,11 +117,12 @@ void for_each_run(const LoopPlan<N>& p, const std::array<char*, N + 1>& base,
 }
 
 // Whether f runs as vectors (VecForm) on operands of storage type Out, In...: every operand of
-// one 16/32-bit float type.
+// one 16/32-bit float type (bfloat16 only, for the forms that say so).
 template <class Out, class F, class... In>
 constexpr bool kVectorised = (std::is_same_v<Out, float> || std::is_same_v<Out, BFloat16> ||
                               std::is_same_v<Out, Half>)&&(std::is_same_v<In, Out>&&...) &&
-                             HasVecForm<F, std::conditional_t<true, fvec, In>...>;
+                             HasVecForm<F, std::conditional_t<true, fvec, In>...> &&
+                             (!kBFloat16Only<F> || std::is_same_v<Out, BFloat16>);
 
 // out[i * stride[0]] = f(in[0][i * stride[1]], ...) for i < n, kVec elements at a time: straight
 // loads where every stride is 1, else (and for the tail) through a gathered, zero-padded block,
@@ -132,11 +133,14 @@ void vectorised_run(const F& f, const std::array<char*, N + 1>& ptr, int64_t n,
   T* out = reinterpret_cast<T*>(ptr[0]);
   std::array<const T*, N> in;
   for (size_t k = 0; k < N; ++k) in[k] = reinterpret_cast<const T*>(ptr[k + 1]);
-  auto apply = [&](const std::array<const T*, N>& src) {
-    return [&]<size_t... K>(std::index_sequence<K...>) {
-      return VecForm<F>::apply(f, load_vec(src[K])...);
-    }
+  auto apply_to = [&](const std::array<fvec, N>& x) {
+    return [&]<size_t... K>(std::index_sequence<K...>) { return VecForm<F>::apply(f, x[K]...); }
     (std::make_index_sequence<N>{});
+  };
+  auto apply = [&](const std::array<const T*, N>& src) {
+    std::array<fvec, N> x;
+    for (size_t k = 0; k < N; ++k) x[k] = load_vec(src[k]);
+    return apply_to(x);
   };
   int64_t i = 0;
   bool unit = true;
@@ -145,12 +149,9 @@ void vectorised_run(const F& f, const std::array<char*, N + 1>& ptr, int64_t n,
     // Two independent vectors per step: the math is one long dependency chain, and the
     // out-of-order window holds too few steps to overlap them otherwise.
     for (; i + 2 * kVec <= n; i += 2 * kVec) {
-      std::array<const T*, N> src0, src1;
-      for (size_t k = 0; k < N; ++k) {
-        src0[k] = in[k] + i;
-        src1[k] = in[k] + i + kVec;
-      }
-      store_vec2(out + i, apply(src0), apply(src1));
+      std::array<fvec, N> x0, x1;
+      for (size_t k = 0; k < N; ++k) load_pair(in[k] + i, x0[k], x1[k]);
+      store_pair(out + i, apply_to(x0), apply_to(x1));
     }
     for (; i + kVec <= n; i += kVec) {
       std::array<const T*, N> src;

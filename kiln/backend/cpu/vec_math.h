@@ -275,19 +275,33 @@ template <class T>
 inline void store_vec(T* p, fvec v) {
   for (int k = 0; k < kVec; ++k) p[k] = T(v[k]);
 }
-// Stores a then b (2 kVec consecutive elements).
+// 2 kVec consecutive elements as two float vectors for the vector loops, and the inverse store.
+// Which element lands in which lane is the pair's business: elementwise code between load_pair
+// and store_pair does not see it. With AVX2, 16 bfloat16 values are widened by two in-lane
+// unpacks (a: elements 0-3 and 8-11, b: 4-7 and 12-15) and narrowed by one in-lane pack, which
+// puts them back in order: a load and a shift per vector and a permute per store fewer than
+// converting each vector in order.
 template <class T>
-inline void store_vec2(T* p, fvec a, fvec b) {
+inline void load_pair(const T* p, fvec& a, fvec& b) {
+  a = load_vec(p);
+  b = load_vec(p + kVec);
+}
+template <class T>
+inline void store_pair(T* p, fvec a, fvec b) {
   store_vec(p, a);
   store_vec(p + kVec, b);
 }
 #if defined(__AVX2__)
-// Both vectors' bfloat16 halves packed into one register and one store (each separately is a
-// pack with zeros, a lane permute and a half-width store).
-inline void store_vec2(BFloat16* p, fvec a, fvec b) {
+inline void load_pair(const BFloat16* p, fvec& a, fvec& b) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i zero = _mm256_setzero_si256();
+  a = reinterpret_cast<fvec>(_mm256_unpacklo_epi16(zero, v));
+  b = reinterpret_cast<fvec>(_mm256_unpackhi_epi16(zero, v));
+}
+inline void store_pair(BFloat16* p, fvec a, fvec b) {
   const __m256i packed = _mm256_packus_epi32(reinterpret_cast<__m256i>(bfloat16_bits(a)),
                                              reinterpret_cast<__m256i>(bfloat16_bits(b)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permute4x64_epi64(packed, 0xd8));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), packed);
 }
 #endif
 
