@@ -171,8 +171,16 @@ void run_inner(const ReducePlan& p, const T* x, const B& b) {
   };
   const int threads = reduce_threads();
   if (threads == 1 || P >= 4 * threads || R < 2 * kParallelGrain) {
+    // Rows at one stride (a [rows, R] reduction) need no offset walker; short rows need no
+    // blocks: per row, only the run itself.
+    const bool one_stride = p.kept_sizes.size() <= 1;
+    const int64_t stride = p.kept_strides.empty() ? 0 : p.kept_strides[0];
     parallel_for(0, P, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(R, 1)),
                  [&](int64_t begin, int64_t end) {
+                   if (one_stride && R > 0 && R <= kReduceBlock) {
+                     for (int64_t o = begin; o < end; ++o) b.write(o, b.run(x + o * stride, R), R);
+                     return;
+                   }
                    OffsetWalker w(p.kept_sizes, p.kept_strides, begin);
                    for (int64_t o = begin; o < end; ++o, w.next())
                      b.write(o, fold_range(x + w.offset(), R), R);
