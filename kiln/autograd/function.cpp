@@ -1,7 +1,7 @@
 #include "kiln/autograd/function.h"
 
-#include "kiln/core/autograd_meta.h"
 #include "kiln/autograd/op_node.h"
+#include "kiln/core/autograd_meta.h"
 #include "kiln/ops/ops.h"
 
 namespace kiln::autograd {
@@ -42,8 +42,7 @@ void CustomNodeBase::finish(const variable_list& inputs, variable_list& outputs,
   if (record) {
     for (const auto& t : inputs) {
       next_edges_.push_back(t.defined() && t.requires_grad() ? gradient_edge(t) : Edge{});
-      input_meta_.push_back(
-          InputMeta{t.defined() ? t.sym_sizes() : SymShape{}, t.defined() ? t.dtype() : kFloat32});
+      input_meta_.push_back(InputMeta::of(t));
     }
     set_num_outputs(outputs.size());
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -95,7 +94,7 @@ variable_list CustomNodeBase::map_result(variable_list&& result) const {
       out[i] = Tensor();
       continue;
     }
-    out[i] = reduce_grad_to(out[i], input_meta_[i].sizes, input_meta_[i].dtype, "custom Function");
+    out[i] = reduce_grad_to(out[i], input_meta_[i], "custom Function", i);
   }
   return out;
 }

@@ -21,6 +21,20 @@ Node::~Node() {
   defer_release(std::move(next), {});
 }
 
+namespace {
+// A hook may replace a gradient, but not with one of another type or size (PyTorch's wording).
+void run_hook(const Node::TensorHook& hook, Tensor& grad) {
+  Tensor r = hook(grad);
+  if (!r.defined()) return;
+  KILN_CHECK(r.dtype() == grad.dtype() && r.device() == grad.device(),
+             "backward: hook has changed the type of value (was ", grad.toString(), " got ",
+             r.toString(), ")");
+  KILN_CHECK(r.sizes() == grad.sizes(), "backward: hook has changed the size of value (was ",
+             grad.sizes(), " got ", r.sizes(), ")");
+  grad = std::move(r);
+}
+}  // namespace
+
 void Node::add_pre_hook(uint32_t output_nr, TensorHook hook) {
   pre_hooks_.emplace_back(output_nr, std::move(hook));
 }
@@ -28,8 +42,7 @@ void Node::add_pre_hook(uint32_t output_nr, TensorHook hook) {
 void Node::run_pre_hooks(std::vector<Tensor>& grads) const {
   for (const auto& [nr, hook] : pre_hooks_) {
     if (nr >= grads.size() || !grads[nr].defined()) continue;
-    Tensor r = hook(grads[nr]);
-    if (r.defined()) grads[nr] = r;
+    run_hook(hook, grads[nr]);
   }
 }
 
@@ -39,10 +52,7 @@ void AccumulateGrad::run_pre_hooks(std::vector<Tensor>& grads) const {
   Node::run_pre_hooks(grads);
   const AutogradMeta* m = leaf_.impl()->autograd_meta();
   if (!m || grads.empty() || !grads[0].defined()) return;
-  for (const auto& hook : m->hooks) {
-    Tensor r = hook(grads[0]);
-    if (r.defined()) grads[0] = r;
-  }
+  for (const auto& hook : m->hooks) run_hook(hook, grads[0]);
 }
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {

@@ -17,10 +17,15 @@ struct Edge {
   bool valid() const { return node != nullptr; }
 };
 
-// Shape and dtype of a forward input, so its gradient can be summed and cast back to them.
+// Shape, dtype and device of a forward input, so its gradient can be checked against them,
+// summed and cast back to them.
 struct InputMeta {
   SymShape sizes;
-  ScalarType dtype;
+  ScalarType dtype = kFloat32;
+  Device device;
+  static InputMeta of(const Tensor& t) {
+    return t.defined() ? InputMeta{t.sym_sizes(), t.dtype(), t.device()} : InputMeta{};
+  }
 };
 
 class Node : public std::enable_shared_from_this<Node> {

@@ -21,16 +21,29 @@ void OpNode::release_variables() {
   released_ = true;
 }
 
-Tensor reduce_grad_to(const Tensor& grad, const SymShape& sizes, ScalarType dtype,
-                      const std::string& who) {
+namespace {
+// True when `sizes` broadcasts to `target` (so a gradient of shape target sums down to sizes).
+bool expandable_to(const SymShape& sizes, SymIntArrayRef target) {
+  if (sizes.size() > target.size()) return false;
+  const size_t lead = target.size() - sizes.size();
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1 && sizes[d] != target[lead + d]) return false;
+  return true;
+}
+}  // namespace
+
+Tensor reduce_grad_to(const Tensor& grad, const InputMeta& input, const std::string& who,
+                      size_t index) {
+  KILN_CHECK(grad.device() == input.device, who, " returned an invalid gradient at index ", index,
+             " - expected device ", input.device, " but got ", grad.device());
   Tensor g = grad;
-  if (!(g.sizes() == SymIntArrayRef(sizes))) {
-    KILN_CHECK(g.dim() >= static_cast<int64_t>(sizes.size()), who,
-               ": gradient of shape ", g.sizes(), " cannot be reduced to the input's shape ",
-               SymIntArrayRef(sizes));
-    g = sum_to_size(g, sizes);
+  if (!(g.sizes() == SymIntArrayRef(input.sizes))) {
+    KILN_CHECK(expandable_to(input.sizes, g.sizes()), who,
+               " returned an invalid gradient at index ", index, " - got ", g.sizes(),
+               " but expected shape compatible with ", SymIntArrayRef(input.sizes));
+    g = sum_to_size(g, input.sizes);
   }
-  if (g.dtype() != dtype) g = g.to(dtype);
+  if (g.dtype() != input.dtype) g = g.to(input.dtype);
   return g;
 }
 
@@ -53,8 +66,7 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
       result[i] = Tensor();
       continue;
     }
-    if (result[i].defined())
-      result[i] = reduce_grad_to(result[i], input_meta_[i].sizes, input_meta_[i].dtype, who);
+    if (result[i].defined()) result[i] = reduce_grad_to(result[i], input_meta_[i], who, i);
   }
   return result;
 }
@@ -87,8 +99,7 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
   for (const auto& t : inputs) {
     edges.push_back(requires_grad(t) ? gradient_edge(t) : Edge{});
     node->needs_input_grad().push_back(requires_grad(t));
-    node->input_metadata().push_back(
-        InputMeta{t.defined() ? t.sym_sizes() : SymShape{}, t.defined() ? t.dtype() : kFloat32});
+    node->input_metadata().push_back(InputMeta::of(t));
   }
   if (op.saves_inputs) {
     for (size_t i = 0; i < inputs.size(); ++i) {

@@ -32,8 +32,10 @@ class OpNode final : public Node {
   bool released_ = false;
 };
 
-// Sums `grad` down to `sizes` (undoing broadcasting) and casts it to `dtype`.
-Tensor reduce_grad_to(const Tensor& grad, const SymShape& sizes, ScalarType dtype,
-                      const std::string& who);
+// Checks the gradient that node `who` computed for its input `index` against that input's
+// metadata, as PyTorch's engine does: the device must match and the shape must broadcast to the
+// input's; it is summed down to the input's shape (undoing broadcasting) and cast to its dtype.
+Tensor reduce_grad_to(const Tensor& grad, const InputMeta& input, const std::string& who,
+                      size_t index);
 
 }  // namespace kiln::autograd

@@ -42,7 +42,17 @@ const Tensor& Tensor::grad() const {
 }
 
 Tensor& Tensor::mutable_grad() const { return checked()->ensure_autograd_meta().grad; }
-void Tensor::set_grad(const Tensor& g) const { checked()->ensure_autograd_meta().grad = g; }
+void Tensor::set_grad(const Tensor& g) const {
+  if (g.defined()) {  // the checks of PyTorch's .grad setter
+    KILN_CHECK(g.sizes() == sizes(), "set_grad: attempting to assign a gradient of size ",
+               g.sizes(), " to a tensor of size ", sizes());
+    KILN_CHECK(g.dtype() == dtype(), "set_grad: attempting to assign a gradient with dtype ",
+               g.dtype(), " to a tensor with dtype ", dtype());
+    KILN_CHECK(g.device() == device(), "set_grad: attempting to assign a gradient on device ",
+               g.device(), " to a tensor on device ", device());
+  }
+  checked()->ensure_autograd_meta().grad = g;
+}
 
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   const AutogradMeta* m = checked()->autograd_meta();
@@ -58,8 +68,8 @@ uint32_t Tensor::output_nr() const {
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph,
                       bool create_graph) const {
-  autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient}
-                                                 : std::vector<Tensor>{},
+  autograd::backward({*this},
+                     gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
                      retain_graph, create_graph);
 }
 
@@ -85,7 +95,8 @@ Tensor& Tensor::detach_() {
 }
 
 void Tensor::retain_grad() const {
-  KILN_CHECK(requires_grad(), "retain_grad: can't retain_grad on Tensor that has requires_grad=False");
+  KILN_CHECK(requires_grad(),
+             "retain_grad: can't retain_grad on Tensor that has requires_grad=False");
   if (is_leaf()) return;  // leaves keep .grad anyway
   AutogradMeta& m = checked()->ensure_autograd_meta();
   if (m.retains_grad) return;
@@ -106,8 +117,9 @@ bool Tensor::retains_grad() const {
 }
 
 void Tensor::add_grad_hook(std::function<Tensor(const Tensor&)> hook) const {
-  KILN_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't "
-                              "require gradient");
+  KILN_CHECK(requires_grad(),
+             "register_hook: cannot register a hook on a tensor that doesn't "
+             "require gradient");
   if (is_leaf()) {  // the accumulator may not exist yet: the leaf keeps its hooks
     checked()->ensure_autograd_meta().hooks.push_back(std::move(hook));
     return;

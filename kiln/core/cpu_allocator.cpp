@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <list>
 #include <mutex>
@@ -132,9 +133,15 @@ Placement placement(size_t nbytes) {
   return {align, nbytes == 0 ? granule : (nbytes + granule - 1) / granule * granule, cached};
 }
 
+[[noreturn]] void throw_out_of_memory(size_t nbytes) {
+  throw OutOfMemoryError(detail::str_cat("CPU allocator: cannot allocate ", nbytes, " bytes (",
+                                         static_cast<double>(nbytes) / double(1 << 30), " GiB)"));
+}
+
 class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
+    if (nbytes > size_t{PTRDIFF_MAX} / 2) throw_out_of_memory(nbytes);  // rounding must not wrap
     const Placement at = placement(nbytes);
     if (at.cached) {
       if (void* p = cached_buffers().take(at.rounded)) return p;
@@ -148,7 +155,7 @@ class CpuAllocator final : public Allocator {
       cached_buffers().clear();
       p = fresh();
     }
-    KILN_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes");
+    if (p == nullptr) throw_out_of_memory(nbytes);
 #ifdef MADV_HUGEPAGE
     if (at.align == kHugePage) madvise(p, at.rounded, MADV_HUGEPAGE);  // advice: errors are fine
 #endif

@@ -1,5 +1,7 @@
 #include "kiln/core/device.h"
 
+#include <cstdint>
+
 #include "kiln/core/error.h"
 
 namespace kiln {
@@ -15,11 +17,16 @@ Device::Device(const std::string& spec) {
     KILN_FAIL("Device: unknown device '", spec, "'; expected 'cpu', 'cuda' or 'cuda:N'");
   }
   if (colon != std::string::npos) {
+    int parsed = -1;
     try {
-      index = static_cast<int8_t>(std::stoi(spec.substr(colon + 1)));
+      size_t used = 0;
+      parsed = std::stoi(spec.substr(colon + 1), &used);
+      if (used != spec.size() - colon - 1) parsed = -1;
     } catch (const std::exception&) {
-      KILN_FAIL("Device: bad device index in '", spec, "'");
     }
+    KILN_CHECK(parsed >= 0 && parsed <= INT8_MAX, "Device: bad device index in '", spec,
+               "'; expected an integer in [0, 127]");
+    index = static_cast<int8_t>(parsed);
   }
 }
 

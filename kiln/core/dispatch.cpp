@@ -1,5 +1,7 @@
 #include "kiln/core/dispatch.h"
 
+#include <sstream>
+
 #include "kiln/core/autograd_meta.h"
 #include "kiln/core/error.h"
 #include "kiln/ops/registry.h"
@@ -54,17 +56,8 @@ Tensor make_output(TensorSpec&& s, const std::vector<Tensor>& inputs, bool meta)
   if (meta) {
     storage = StorageImpl::meta(s.device);
   } else {
-    // Extent of the layout: 1 + sum (size-1)*stride, for possibly non-contiguous strides.
-    int64_t extent = 1;
-    bool empty = false;
-    for (size_t d = 0; d < s.sizes.size(); ++d) {
-      int64_t n = s.sizes[d].guard_int();
-      if (n == 0) empty = true;
-      extent += (n - 1) * strides[d].guard_int();
-    }
-    if (empty) extent = 0;
-    storage = std::make_shared<StorageImpl>(static_cast<size_t>(extent) * element_size(s.dtype),
-                                            s.device);
+    const int64_t nbytes = layout_nbytes(s.sizes, strides, 0, element_size(s.dtype));
+    storage = std::make_shared<StorageImpl>(static_cast<size_t>(nbytes), s.device);
   }
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), s.dtype, std::move(s.sizes),
                                              std::move(strides), 0));
@@ -77,6 +70,34 @@ void check_strided(const OpDef& op, const std::vector<Tensor>& inputs) {
                ": input ", i,
                " is a sparse CSR tensor, but the op takes strided (dense) tensors; "
                "convert it with to_dense() or use kiln::sparse::mm");
+}
+
+std::string describe_call(const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  constexpr size_t kMaxChars = 240;  // arguments can be long lists
+  std::ostringstream os;
+  os << "inputs (";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    os << (i ? ", " : "");
+    if (inputs[i].defined())
+      os << inputs[i].dtype() << SymIntArrayRef(inputs[i].impl()->sizes());
+    else
+      os << "None";
+  }
+  os << "), attributes (" << attrs.to_string() << ")";
+  std::string out = os.str();
+  if (out.size() > kMaxChars) out = out.substr(0, kMaxChars) + "...";
+  return out;
+}
+
+// Core checks throw without an op's name (error.h): the call that hit them adds it.
+template <class F>
+std::vector<Tensor> with_op_context(const OpDef& op, const std::vector<Tensor>& inputs,
+                                    const Attrs& attrs, F&& f) {
+  try {
+    return f();
+  } catch (...) {
+    detail::rethrow_in(op.name, describe_call(inputs, attrs));
+  }
 }
 
 bool any_meta(const std::vector<Tensor>& inputs) {
@@ -94,6 +115,26 @@ std::vector<Tensor> make_outputs(const OpDef& op, const std::vector<Tensor>& inp
   for (auto& s : specs) outs.push_back(make_output(std::move(s), inputs, meta));
   return outs;
 }
+std::vector<Tensor> run_eager(const OpDef& op, const std::vector<Tensor>& inputs,
+                              const Attrs& attrs) {
+  Device device = pick_device(op, inputs);
+  const KernelFn& kernel = op.kernels[static_cast<int>(device.type)];
+  std::vector<Tensor> outs;
+  if (op.dynamic_output) {
+    KILN_CHECK(kernel, op.name, ": no kernel for device ", device);
+    kernel(inputs, outs, attrs);
+  } else {
+    outs = make_outputs(op, inputs, attrs, /*meta=*/false);
+    if (kernel) {
+      kernel(inputs, outs, attrs);
+    } else {
+      KILN_CHECK(op.is_view, op.name, ": no kernel for device ", device);
+    }
+  }
+  if (op.is_inplace) inputs.at(0).impl()->storage()->bump_version();
+  return outs;
+}
+
 }  // namespace
 
 bool GradMode::is_enabled() { return t_grad_enabled; }
@@ -134,29 +175,15 @@ std::vector<Tensor> run_meta(const OpDef& op, const std::vector<Tensor>& inputs,
                              const Attrs& attrs) {
   check_strided(op, inputs);
   pick_device(op, inputs);
-  return make_outputs(op, inputs, attrs, /*meta=*/true);
+  return with_op_context(op, inputs, attrs,
+                         [&] { return make_outputs(op, inputs, attrs, /*meta=*/true); });
 }
 
 std::vector<Tensor> run_kernel(const OpDef& op, const std::vector<Tensor>& inputs,
                                const Attrs& attrs) {
   check_strided(op, inputs);
   if (any_meta(inputs)) return run_meta(op, inputs, attrs);
-  Device device = pick_device(op, inputs);
-  const KernelFn& kernel = op.kernels[static_cast<int>(device.type)];
-  std::vector<Tensor> outs;
-  if (op.dynamic_output) {
-    KILN_CHECK(kernel, op.name, ": no kernel for device ", device);
-    kernel(inputs, outs, attrs);
-  } else {
-    outs = make_outputs(op, inputs, attrs, /*meta=*/false);
-    if (kernel) {
-      kernel(inputs, outs, attrs);
-    } else {
-      KILN_CHECK(op.is_view, op.name, ": no kernel for device ", device);
-    }
-  }
-  if (op.is_inplace) inputs.at(0).impl()->storage()->bump_version();
-  return outs;
+  return with_op_context(op, inputs, attrs, [&] { return run_eager(op, inputs, attrs); });
 }
 
 std::vector<Tensor> MetaMode::handle(const OpDef& op, const std::vector<Tensor>& inputs,

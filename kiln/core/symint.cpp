@@ -69,7 +69,7 @@ SymInt make(std::vector<SymTerm> terms, ShapeEnv* env) {
   std::vector<SymTerm> merged;
   for (auto& t : terms) {
     if (!merged.empty() && merged.back().key == t.key) {
-      merged.back().coeff += t.coeff;
+      merged.back().coeff = checked_add(merged.back().coeff, t.coeff);
     } else {
       merged.push_back(std::move(t));
     }
@@ -110,6 +110,7 @@ SymInt make_opaque(SymAtom::Kind kind, const SymInt& a, const SymInt& b, const c
 
 int64_t floordiv_int(int64_t a, int64_t b) {
   KILN_CHECK(b != 0, "SymInt: division by zero");
+  if (b == -1) return checked_sub(0, a);  // INT64_MIN / -1 overflows
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
@@ -138,7 +139,7 @@ std::optional<SymInt> exact_quotient(const SymInt& a, const SymInt& b) {
   if (bt.size() != 1 || bt[0].coeff == 0) return std::nullopt;
   std::vector<SymTerm> out;
   for (auto t : terms_of(a)) {
-    if (t.coeff % bt[0].coeff != 0) return std::nullopt;
+    if (bt[0].coeff == -1 || t.coeff % bt[0].coeff != 0) return std::nullopt;
     for (const auto& atom : bt[0].atoms) {
       auto it = std::find_if(t.atoms.begin(), t.atoms.end(),
                              [&](const AtomPtr& x) { return x->key == atom->key; });
@@ -161,8 +162,8 @@ int64_t SymInt::hint() const {
   int64_t total = 0;
   for (const auto& t : node_->terms) {
     int64_t p = t.coeff;
-    for (const auto& a : t.atoms) p *= eval_atom(*a);
-    total += p;
+    for (const auto& a : t.atoms) p = checked_mul(p, eval_atom(*a));
+    total = checked_add(total, p);
   }
   return total;
 }
@@ -191,8 +192,10 @@ std::string SymInt::str() const {
     if (t.atoms.empty()) order.push_back(&t);
   for (const SymTerm* t : order) {
     int64_t c = t->coeff;
-    if (!out.empty()) out += c < 0 ? "-" : "+";
-    else if (c < 0) out += "-";
+    if (!out.empty())
+      out += c < 0 ? "-" : "+";
+    else if (c < 0)
+      out += "-";
     int64_t mag = c < 0 ? -c : c;
     if (t->atoms.empty()) {
       out += std::to_string(mag);
@@ -221,7 +224,7 @@ SymInt SymInt::mul_slow(const SymInt& a, const SymInt& b) {
   for (const auto& x : terms_of(a)) {
     for (const auto& y : terms_of(b)) {
       SymTerm t;
-      t.coeff = x.coeff * y.coeff;
+      t.coeff = checked_mul(x.coeff, y.coeff);
       t.atoms = x.atoms;
       t.atoms.insert(t.atoms.end(), y.atoms.begin(), y.atoms.end());
       std::sort(t.atoms.begin(), t.atoms.end(),

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/core/size_math.h"
+
 namespace kiln {
 
 struct SymNode;
@@ -18,7 +20,12 @@ class SymInt {
  public:
   SymInt() = default;
   template <std::integral I>
-  SymInt(I v) : v_(static_cast<int64_t>(v)) {}  // NOLINT: sizes read naturally as integers
+  SymInt(I v) : v_(static_cast<int64_t>(v)) {  // NOLINT: sizes read naturally as integers
+    if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(int64_t)) {
+      if (v > static_cast<uint64_t>(INT64_MAX)) [[unlikely]]
+        detail::throw_size_too_large(static_cast<uint64_t>(v));
+    }
+  }
   explicit SymInt(std::shared_ptr<const SymNode> node);
 
   bool is_symbolic() const { return node_ != nullptr; }
@@ -36,21 +43,26 @@ class SymInt {
   ShapeEnv* env() const;
 
   friend SymInt operator+(const SymInt& a, const SymInt& b) {
-    if (!a.node_ && !b.node_) [[likely]] return SymInt(a.v_ + b.v_);
+    if (!a.node_ && !b.node_) [[likely]]
+      return SymInt(checked_add(a.v_, b.v_));
     return add_slow(a, b);
   }
   friend SymInt operator-(const SymInt& a, const SymInt& b) {
-    if (!a.node_ && !b.node_) [[likely]] return SymInt(a.v_ - b.v_);
+    if (!a.node_ && !b.node_) [[likely]]
+      return SymInt(checked_sub(a.v_, b.v_));
     return add_slow(a, mul_slow(b, SymInt(-1)));
   }
   friend SymInt operator*(const SymInt& a, const SymInt& b) {
-    if (!a.node_ && !b.node_) [[likely]] return SymInt(a.v_ * b.v_);
+    if (!a.node_ && !b.node_) [[likely]]
+      return SymInt(checked_mul(a.v_, b.v_));
     return mul_slow(a, b);
   }
   // Floor division and Python-style modulo (sizes are non-negative, so this matches C++ there).
   friend SymInt operator/(const SymInt& a, const SymInt& b) { return floordiv(a, b); }
   friend SymInt operator%(const SymInt& a, const SymInt& b) { return mod(a, b); }
-  SymInt operator-() const { return node_ ? mul_slow(*this, SymInt(-1)) : SymInt(-v_); }
+  SymInt operator-() const {
+    return node_ ? mul_slow(*this, SymInt(-1)) : SymInt(checked_sub(0, v_));
+  }
   SymInt& operator+=(const SymInt& o) { return *this = *this + o; }
   SymInt& operator-=(const SymInt& o) { return *this = *this - o; }
   SymInt& operator*=(const SymInt& o) { return *this = *this * o; }
@@ -64,11 +76,13 @@ class SymInt {
   // Comparisons decide from the expressions when they can, otherwise from the hints, recording
   // the decision as a guard in the shape environment.
   friend bool operator==(const SymInt& a, const SymInt& b) {
-    if (!a.node_ && !b.node_) [[likely]] return a.v_ == b.v_;
+    if (!a.node_ && !b.node_) [[likely]]
+      return a.v_ == b.v_;
     return compare_slow(a, b, Cmp::Eq);
   }
   friend bool operator<(const SymInt& a, const SymInt& b) {
-    if (!a.node_ && !b.node_) [[likely]] return a.v_ < b.v_;
+    if (!a.node_ && !b.node_) [[likely]]
+      return a.v_ < b.v_;
     return compare_slow(a, b, Cmp::Lt);
   }
   friend bool operator!=(const SymInt& a, const SymInt& b) { return !(a == b); }
@@ -78,11 +92,15 @@ class SymInt {
 
   // Mixed SymInt/integer forms: exact matches so they win over the built-in operators that the
   // implicit conversion to int64 would otherwise make ambiguous.
-#define KILN_SYMINT_MIXED(op, R)                                                          \
-  template <std::integral I>                                                              \
-  friend R operator op(const SymInt& a, I b) { return a op SymInt(b); }                   \
-  template <std::integral I>                                                              \
-  friend R operator op(I a, const SymInt& b) { return SymInt(a) op b; }
+#define KILN_SYMINT_MIXED(op, R)               \
+  template <std::integral I>                   \
+  friend R operator op(const SymInt& a, I b) { \
+    return a op SymInt(b);                     \
+  }                                            \
+  template <std::integral I>                   \
+  friend R operator op(I a, const SymInt& b) { \
+    return SymInt(a) op b;                     \
+  }
   KILN_SYMINT_MIXED(+, SymInt)
   KILN_SYMINT_MIXED(-, SymInt)
   KILN_SYMINT_MIXED(*, SymInt)

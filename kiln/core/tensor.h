@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/core/array_ref.h"
+#include "kiln/core/error.h"
 #include "kiln/core/scalar.h"
 #include "kiln/core/tensor_impl.h"
 #include "kiln/core/tensor_options.h"
@@ -23,17 +24,19 @@ class TensorIndex;
 class Generator;
 
 // Unary pointwise ops that are also methods and have an in-place form (x.exp(), x.exp_()).
-#define KILN_UNARY_METHOD_OPS(_) \
-  _(neg) _(abs) _(sign) _(exp) _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt)  \
-  _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh)     \
-  _(tanh) _(sigmoid) _(relu) _(erf) _(erfc) _(erfinv) _(floor) _(ceil) _(round) _(trunc) \
-  _(frac) _(logical_not) _(bitwise_not) _(square)
+#define KILN_UNARY_METHOD_OPS(_)                                                                 \
+  _(neg)                                                                                         \
+  _(abs) _(sign) _(exp) _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt)       \
+      _(reciprocal) _(sin) _(cos) _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh)         \
+          _(sigmoid) _(relu) _(erf) _(erfc) _(erfinv) _(floor) _(ceil) _(round) _(trunc) _(frac) \
+              _(logical_not) _(bitwise_not) _(square)
 
 // Binary pointwise ops that are also methods, with tensor or scalar `other` and in-place forms.
-#define KILN_BINARY_METHOD_OPS(_)                                                            \
-  _(mul) _(div) _(pow) _(atan2) _(maximum) _(minimum) _(fmod) _(remainder) _(eq) _(ne)      \
-  _(lt) _(le) _(gt) _(ge) _(logical_and) _(logical_or) _(logical_xor) _(bitwise_and)        \
-  _(bitwise_or) _(bitwise_xor)
+#define KILN_BINARY_METHOD_OPS(_)                                                                 \
+  _(mul)                                                                                          \
+  _(div) _(pow) _(atan2) _(maximum) _(minimum) _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) \
+      _(ge) _(logical_and) _(logical_or) _(logical_xor) _(bitwise_and) _(bitwise_or)              \
+          _(bitwise_xor)
 
 class Tensor {
  public:
@@ -55,7 +58,7 @@ class Tensor {
   SymIntArrayRef strides() const { return SymIntArrayRef(checked()->strides()); }
   SymShape sym_sizes() const { return checked()->sizes(); }
   SymShape sym_strides() const { return checked()->strides(); }
-  SymInt size(int64_t d) const;    // negative d counts from the end
+  SymInt size(int64_t d) const;  // negative d counts from the end
   SymInt stride(int64_t d) const;
   SymInt numel() const { return checked()->numel(); }
   SymInt storage_offset() const { return checked()->storage_offset(); }
@@ -75,10 +78,19 @@ class Tensor {
   template <class T>
   T* data_ptr() const;  // checks T against dtype()
   template <class T>
-  const T* const_data_ptr() const { return data_ptr<T>(); }
+  const T* const_data_ptr() const {
+    return data_ptr<T>();
+  }
   Scalar item() const;
   template <class T>
-  T item() const { return item().to<T>(); }
+  T item() const {
+    const Scalar s = item();
+    try {
+      return s.to<T>();
+    } catch (...) {
+      detail::rethrow_in("item", "");
+    }
+  }
   std::string toString() const;  // "CPUFloatType" style type name
   int64_t _version() const { return checked()->storage()->version(); }
   void print() const;
@@ -149,10 +161,10 @@ class Tensor {
   Tensor& name##_();
   KILN_UNARY_METHOD_OPS(KILN_DECLARE_UNARY_METHOD)
 #undef KILN_DECLARE_UNARY_METHOD
-#define KILN_DECLARE_BINARY_METHOD(name)       \
-  Tensor name(const Tensor& other) const;      \
-  Tensor name(const Scalar& other) const;      \
-  Tensor& name##_(const Tensor& other);        \
+#define KILN_DECLARE_BINARY_METHOD(name)  \
+  Tensor name(const Tensor& other) const; \
+  Tensor name(const Scalar& other) const; \
+  Tensor& name##_(const Tensor& other);   \
   Tensor& name##_(const Scalar& other);
   KILN_BINARY_METHOD_OPS(KILN_DECLARE_BINARY_METHOD)
 #undef KILN_DECLARE_BINARY_METHOD
@@ -349,8 +361,7 @@ class Tensor {
   std::tuple<Tensor, Tensor> mode(int64_t dim = -1, bool keepdim = false) const;
   std::tuple<Tensor, Tensor> cummax(int64_t dim) const;
   std::tuple<Tensor, Tensor> cummin(int64_t dim) const;
-  Tensor bincount(const std::optional<Tensor>& weights = std::nullopt,
-                  int64_t minlength = 0) const;
+  Tensor bincount(const std::optional<Tensor>& weights = std::nullopt, int64_t minlength = 0) const;
   Tensor histc(int64_t bins = 100, const Scalar& min = 0, const Scalar& max = 0) const;
 
   // ---- sparse CSR layout (ops/sparse.h) ----
@@ -389,9 +400,9 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
-#define KILN_TENSOR_BINARY_OPERATOR(op, method)                                              \
-  inline Tensor operator op(const Tensor& a, const Tensor& b) { return a.method(b); }        \
-  inline Tensor operator op(const Tensor& a, const Scalar& b) { return a.method(b); }        \
+#define KILN_TENSOR_BINARY_OPERATOR(op, method)                                       \
+  inline Tensor operator op(const Tensor& a, const Tensor& b) { return a.method(b); } \
+  inline Tensor operator op(const Tensor& a, const Scalar& b) { return a.method(b); } \
   Tensor operator op(const Scalar& a, const Tensor& b);
 KILN_TENSOR_BINARY_OPERATOR(+, add)
 KILN_TENSOR_BINARY_OPERATOR(-, sub)

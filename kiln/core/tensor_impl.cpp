@@ -11,7 +11,9 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, SymShape sizes, SymSha
       sizes_(std::move(sizes)),
       strides_(std::move(strides)),
       storage_offset_(std::move(storage_offset)),
-      dtype_(dtype) {}
+      dtype_(dtype) {
+  check_geometry(sizes_, strides_, storage_offset_, element_size(dtype_), *storage_);
+}
 
 TensorImpl::~TensorImpl() = default;
 
@@ -49,9 +51,12 @@ AutogradMeta& TensorImpl::ensure_autograd_meta() {
   return *autograd_meta_;
 }
 
-void TensorImpl::set_autograd_meta(std::unique_ptr<AutogradMeta> m) { autograd_meta_ = std::move(m); }
+void TensorImpl::set_autograd_meta(std::unique_ptr<AutogradMeta> m) {
+  autograd_meta_ = std::move(m);
+}
 
 void TensorImpl::set_sizes_and_strides(SymShape sizes, SymShape strides, SymInt offset) {
+  check_geometry(sizes, strides, offset, element_size(dtype_), *storage_);
   sizes_ = std::move(sizes);
   strides_ = std::move(strides);
   storage_offset_ = std::move(offset);
@@ -80,13 +85,16 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
   int64_t acc = 1;
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
     strides[d] = acc;
-    acc *= std::max<int64_t>(sizes[d], 1);
+    acc = checked_mul(acc, std::max<int64_t>(sizes[d], 1));
   }
   return strides;
 }
 
 SymInt numel_of(const SymShape& sizes) {
   SymInt n = 1;
+  for (const auto& s : sizes) {
+    if (s.maybe_int() == 0) return 0;  // an empty tensor's other sizes may multiply past int64
+  }
   for (const auto& s : sizes) n = n * s;
   return n;
 }

@@ -126,7 +126,9 @@ void write_mnist_idx(const std::string& root, const Tensor& images, const Tensor
   KILN_CHECK(n == 0 || (labels.min().item().to<int64_t>() >= 0 &&
                         labels.max().item().to<int64_t>() <= 255),
              "write_mnist_idx: labels must lie in 0..255");
-  std::filesystem::create_directories(root);
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  KILN_CHECK(!ec, "write_mnist_idx: cannot create directory '", root, "': ", ec.message());
   std::string image_header, label_header;
   append_be32(image_header, kImageMagic);
   for (int64_t d = 0; d < 3; ++d)
