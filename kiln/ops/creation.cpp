@@ -214,9 +214,12 @@ Tensor from_values(const V& values, SymShape shape, ScalarType natural, const Te
     using T = decltype(tag);
     T* p = static_cast<T*>(t.data_ptr());
     size_t i = 0;
-    for (auto v : values)
-      p[i++] =
-          static_cast<T>(static_cast<std::conditional_t<std::is_same_v<T, bool>, bool, double>>(v));
+    for (auto v : values) {
+      using E = decltype(v);
+      if constexpr (std::is_same_v<T, bool>) p[i++] = static_cast<bool>(v);
+      else if constexpr (std::is_integral_v<T> && std::is_integral_v<E>) p[i++] = static_cast<T>(v);
+      else p[i++] = static_cast<T>(static_cast<double>(v));  // exact for integers to 2^53
+    }
   });
   if (o.has_device() && !o.device().is_cpu()) t = t.to(o.device());
   return finish(t, o);
@@ -282,33 +285,41 @@ Tensor tensor(int value, const TensorOptions& o) {
   return from_values(std::vector<int64_t>{value}, {}, kInt64, o);
 }
 
-Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o) {
+namespace {
+// from_blob does not go through the dispatcher, so it names itself in core errors.
+Tensor wrap_blob(void* data, IntArrayRef sizes, IntArrayRef strides,
+                 std::function<void(void*)> deleter, const TensorOptions& o) {
   KILN_CHECK(sizes.size() == strides.size(), "from_blob: got ", sizes.size(), " sizes and ",
              strides.size(), " strides");
-  int64_t extent = 1;
-  for (size_t d = 0; d < sizes.size(); ++d) extent += (sizes[d] - 1) * strides[d];
-  auto storage = std::make_shared<StorageImpl>(
-      data, static_cast<size_t>(std::max<int64_t>(extent, 0)) * element_size(o.dtype()), o.device(),
-      nullptr);
-  Tensor t(std::make_shared<TensorImpl>(std::move(storage), o.dtype(),
-                                        SymShape(sizes.begin(), sizes.end()),
-                                        SymShape(strides.begin(), strides.end())));
-  return finish(t, o);
+  SymShape sz(sizes.begin(), sizes.end()), st(strides.begin(), strides.end());
+  try {
+    const int64_t nbytes = layout_nbytes(sz, st, 0, element_size(o.dtype()));
+    auto storage = std::make_shared<StorageImpl>(data, static_cast<size_t>(nbytes), o.device(),
+                                                 std::move(deleter));
+    return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), o.dtype(),
+                                                      std::move(sz), std::move(st))),
+                  o);
+  } catch (...) {
+    detail::rethrow_in("from_blob", "");
+  }
+}
+}  // namespace
+
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o) {
+  return wrap_blob(data, sizes, strides, nullptr, o);
 }
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o) {
-  std::vector<int64_t> st = contiguous_strides(sizes.vec());
-  return from_blob(data, sizes, st, o);
+  return from_blob(data, sizes, std::function<void(void*)>(), o);
 }
 Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter,
                  const TensorOptions& o) {
-  std::vector<int64_t> sz = sizes.vec();
-  int64_t n = 1;
-  for (int64_t s : sz) n *= s;
-  auto storage = std::make_shared<StorageImpl>(
-      data, static_cast<size_t>(n) * element_size(o.dtype()), o.device(), std::move(deleter));
-  SymShape s(sz.begin(), sz.end());
-  Tensor t(std::make_shared<TensorImpl>(std::move(storage), o.dtype(), s, contiguous_strides(s)));
-  return finish(t, o);
+  std::vector<int64_t> strides;
+  try {
+    strides = contiguous_strides(sizes.vec());
+  } catch (...) {
+    detail::rethrow_in("from_blob", "");
+  }
+  return wrap_blob(data, sizes, strides, std::move(deleter), o);
 }
 
 Tensor clone(const Tensor& t) {

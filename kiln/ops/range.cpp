@@ -42,8 +42,9 @@ int64_t arange_size(const Scalar& start, const Scalar& end, const Scalar& step) 
              "arange: upper bound and lower bound inconsistent with step sign (start=", start,
              ", end=", end, ", step=", step, ")");
   if (!start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point()) {
-    const int64_t diff = end.to_long() - start.to_long(), d = step.to_long();
-    return d > 0 ? (diff + d - 1) / d : (diff + d + 1) / d;  // ceil(diff / d)
+    const int64_t diff = checked_sub(end.to_long(), start.to_long()), d = step.to_long();
+    // ceil(diff / d) without the overflow of diff + d - 1
+    return diff / d + (diff % d != 0 ? 1 : 0);
   }
   const double size = std::ceil((e - s) / st);
   KILN_CHECK(size >= 0 && size < 9.2e18, "arange: invalid size ", size, ", possible overflow?");

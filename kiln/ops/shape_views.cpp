@@ -10,15 +10,22 @@ using shape::view_spec;
 SymShape infer_size(const char* op, const SymShape& size, const SymInt& numel) {
   SymShape out = size;
   int infer = -1;
-  SymInt known = 1;
+  SymShape known_sizes;
   for (size_t d = 0; d < size.size(); ++d) {
     if (!size[d].is_symbolic() && size[d].guard_int() == -1) {
-      KILN_CHECK(infer < 0, op, ": only one dimension can be inferred");
+      KILN_CHECK(infer < 0, op, ": only one dimension can be inferred, got shape ",
+                 SymIntArrayRef(size));
       infer = static_cast<int>(d);
     } else {
       KILN_CHECK(size[d] >= 0, op, ": invalid shape dimension ", size[d]);
-      known = known * size[d];
+      known_sizes.push_back(size[d]);
     }
+  }
+  SymInt known;
+  try {
+    known = numel_of(known_sizes);
+  } catch (...) {
+    detail::rethrow_in(op, detail::str_cat("shape ", SymIntArrayRef(size)));
   }
   auto fail = [&] {
     KILN_FAIL(op, ": shape '", SymIntArrayRef(size), "' is invalid for input of size ", numel);
