@@ -34,3 +34,24 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+
+# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build folder.
+# Huge-allocation tests need allocator_may_return_null; the install test's consumer program is not
+# instrumented, so the runtime cannot come first in its link order.
+SANITIZE_BUILD ?= build-sanitize
+.PHONY: test-sanitize
+test-sanitize: deps
+	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_SANITIZE=ON \
+	  -DKILN_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cd $(SANITIZE_BUILD) && \
+	  ASAN_OPTIONS=allocator_may_return_null=1:verify_asan_link_order=0:detect_leaks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer harnesses (fuzz/), built with clang and run for FUZZ_SECONDS each in $(FUZZ_BUILD)/.
+FUZZ_SECONDS ?= 300
+FUZZ_BUILD ?= build-fuzz
+.PHONY: fuzz
+fuzz:
+	@bash tools/deps.sh --fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) bash fuzz/run.sh

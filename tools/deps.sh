@@ -2,6 +2,7 @@
 # `make deps`: installs the Debian packages Kiln needs to build and test, and only those that are
 # missing. apt-get update runs only when something is missing. When it cannot install (no
 # dpkg/apt, not root and no sudo), it says which packages are needed and how to install them.
+# With --fuzz (`make fuzz`) it also installs clang and libFuzzer's runtime.
 set -euo pipefail
 
 need=(
@@ -11,6 +12,11 @@ need=(
   libgtest-dev libgmock-dev      # tests
   libbenchmark-dev               # benchmarks
 )
+if [ "${1:-}" = "--fuzz" ]; then
+  # clang 14 is Debian 12's clang; libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev, which
+  # clang-14 only recommends.
+  need+=(clang-14 libclang-rt-14-dev)
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "kiln: this is not a Debian-based system, so 'make deps' cannot check or install packages." >&2

@@ -6,7 +6,8 @@
 // little-endian row-major bytes of every tensor, back to back.
 //
 // Loading validates everything before it allocates (header length, JSON, dtypes, shapes,
-// offsets that must tile the data section exactly, as the Python package requires), so a
+// offsets that must tile the data section exactly, as the Python package requires), in time
+// linear in the file and within documented limits (safetensors_format.h, docs/security.md), so a
 // damaged or hostile file gives a kiln::Error naming the file and the problem and never makes
 // Kiln allocate more than the file's size.
 #include <cstddef>
@@ -26,7 +27,8 @@ struct SafetensorsFile {
 
 // Writes `tensors` (any dtype, layout or device; non-contiguous ones are written row-major) to
 // `path` atomically: a temporary file in the same directory is fsync'ed and renamed into place,
-// so a crash or an error never leaves a half-written file and leaves an existing one untouched.
+// so a crash or an error never leaves a half-written file and leaves an existing one untouched
+// (see AtomicFileWriter). Names and metadata must be valid UTF-8.
 void save_safetensors(const std::map<std::string, Tensor>& tensors, const std::string& path,
                       const std::map<std::string, std::string>& metadata = {});
 
