@@ -10,6 +10,7 @@
 #include "kiln/ops/conv_util.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
+#include "kiln/ops/samples.h"
 
 namespace kiln {
 namespace {
@@ -80,6 +81,110 @@ conv::Params weight_grad_params(const Tensor& input, const Attrs& a) {
   return conv::params("convolution_backward_weight", full, input.dim() - 2);
 }
 
+std::vector<OpErrorSample> convolution_error_samples() {
+  using V = std::vector<int64_t>;
+  auto t = [](V shape, ScalarType dt = kFloat32) { return samples::make(std::move(shape), dt); };
+  // stride, padding, dilation, transposed, output_padding, groups
+  auto conv = [](V stride, V padding, V dilation, bool transposed, V output_padding,
+                 int64_t groups) {
+    return Attrs{stride, padding, dilation, transposed, output_padding, groups};
+  };
+  const Attrs plain = conv({1}, {0}, {1}, false, {0}, 1),
+              transposed = conv({1}, {0}, {1}, true, {0}, 1);
+  const Tensor x = t({1, 2, 5, 5}), w = t({3, 2, 3, 3});
+  return {
+      {{t({2, 5}), w, Tensor()}, plain, "got [2, 5]", "unbatched input"},
+      {{t({1, 1, 2, 2, 2, 2}), t({1, 1, 1, 1, 1, 1}), Tensor()},
+       plain,
+       "with 1 to 3 spatial dims, but got input of size [1, 1, 2, 2, 2, 2]",
+       "4 spatial dims"},
+      {{x, w, Tensor()},
+       conv({1, 1, 1}, {0}, {1}, false, {0}, 1),
+       "but got stride=[1, 1, 1]",
+       "stride of the wrong length"},
+      {{x, w, Tensor()}, conv({0}, {0}, {1}, false, {0}, 1), "got stride=[0, 0]", "stride 0"},
+      {{x, w, Tensor()},
+       conv({1}, {-1}, {1}, false, {0}, 1),
+       "got padding=[-1, -1]",
+       "negative padding"},
+      {{x, w, Tensor()}, conv({1}, {0}, {0}, false, {0}, 1), "got dilation=[0, 0]", "dilation 0"},
+      {{x, w, Tensor()},
+       conv({1}, {0}, {1}, true, {-1}, 1),
+       "got output_padding=[-1, -1]",
+       "negative output_padding"},
+      {{x, w, Tensor()}, conv({1}, {0}, {1}, false, {0}, 0), "got groups=0", "groups 0"},
+      {{x, t({3, 2, 3}), Tensor()},
+       plain,
+       "but got 3-dimensional weight of size [3, 2, 3]",
+       "weight rank"},
+      {{x, t({3, 2, 3, 3}, kFloat64), Tensor()},
+       plain,
+       "input type (float32) and weight type (float64)",
+       "weight dtype"},
+      {{t({1, 2, 5, 5}, kInt64), t({3, 2, 3, 3}, kInt64), Tensor()},
+       plain,
+       "expected a floating point input, got int64",
+       "integer input"},
+      {{x, t({3, 1, 3, 3}), Tensor()},
+       conv({1}, {0}, {1}, false, {0}, 2),
+       "given groups=2, expected weight to be divisible by 2 at dimension 0, but got weight of "
+       "size [3, 1, 3, 3]",
+       "groups do not divide the output channels"},
+      {{t({1, 4, 5, 5}), w, Tensor()},
+       plain,
+       "expected input [1, 4, 5, 5] to have 2 channels, but got 4 channels",
+       "channels"},
+      {{t({1, 4, 5, 5}), t({2, 3, 3, 3}), Tensor()},
+       transposed,
+       "expected input [1, 4, 5, 5] to have 2 channels, but got 4 channels",
+       "transposed: channels"},
+      {{t({1, 3, 5, 5}), t({3, 1, 3, 3}), Tensor()},
+       conv({1}, {0}, {1}, true, {0}, 2),
+       "given groups=2, expected weight to be divisible by 2 at dimension 0",
+       "transposed: groups do not divide the input channels"},
+      {{x, w, t({4})},
+       plain,
+       "expected bias to be 1-dimensional with 3 elements, but got bias of size [4]",
+       "bias size"},
+      {{x, w, t({3}, kFloat64)},
+       plain,
+       "input type (float32) and bias type (float64)",
+       "bias dtype"},
+      {{t({1, 2, 5, 5}), t({2, 3, 3, 3}), Tensor()},
+       conv({1}, {0}, {1}, true, {1}, 1),
+       "output_padding=[1, 1], stride=[1, 1], dilation=[1, 1]",
+       "transposed: output_padding too large"},
+      {{t({1, 2, 1, 1}), t({2, 3, 1, 1}), Tensor()},
+       conv({1}, {1}, {1}, true, {0}, 1),
+       "calculated output size -1 at spatial dim 0 is too small",
+       "transposed: empty output"},
+      {{t({1, 2, 2, 2}), w, Tensor()},
+       plain,
+       "padded input size per channel: (2 x 2). Kernel size: (3 x 3)",
+       "kernel larger than the input"},
+      {{x, w, Tensor()},
+       conv({2}, {0}, {1}, false, {1}, 1),
+       "only supported for transposed convolutions, got output_padding=[1, 1]",
+       "output_padding without transposed"},
+  };
+}
+
+std::vector<OpErrorSample> weight_grad_error_samples() {
+  const Attrs a{std::vector<int64_t>{1}, std::vector<int64_t>{0}, std::vector<int64_t>{1},
+                int64_t{1}, SymShape{3, 2, 3, 3}};
+  const Tensor gy = samples::make({1, 3, 3, 3}, kFloat32),
+               x = samples::make({1, 2, 5, 5}, kFloat32);
+  return {
+      {{gy, samples::make({2, 5, 5}, kFloat32)}, a, "got [1, 3, 3, 3] and [2, 5, 5]", "ranks"},
+      {{gy, x.to(kFloat64)}, a, "grad_output type (float32) and input type (float64)", "dtypes"},
+      {{gy, x},
+       {std::vector<int64_t>{0}, std::vector<int64_t>{0}, std::vector<int64_t>{1}, int64_t{1},
+        SymShape{3, 2, 3, 3}},
+       "got stride=[0, 0]",
+       "stride 0"},
+  };
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(convolution)
@@ -96,6 +201,7 @@ KILN_REGISTER_OP(convolution)
     .cpu(convolution_kernel)
     .backward(convolution_backward)
     .samples(conv::convolution_samples)
+    .error_samples(convolution_error_samples)
     .reference(conv::convolution_reference)
     .dtypes({kFloat64, kFloat32, kBFloat16})
     .tolerance(1e-4, 1e-4)
@@ -139,6 +245,7 @@ KILN_REGISTER_OP(convolution_backward_weight)
       return g;
     })
     .samples(conv::weight_grad_samples)
+    .error_samples(weight_grad_error_samples)
     .reference(conv::weight_grad_reference)
     .dtypes({kFloat64, kFloat32})
     .tolerance(1e-4, 1e-4)

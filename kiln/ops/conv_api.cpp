@@ -14,9 +14,10 @@ const char* conv_name(int64_t nd, bool transposed) {
 }
 
 void check_input_rank(const Tensor& input, int64_t nd, bool transposed) {
-  KILN_CHECK(input.dim() == nd + 1 || input.dim() == nd + 2, "Expected ", nd + 1,
-             "D (unbatched) or ", nd + 2, "D (batched) input to ", conv_name(nd, transposed),
-             ", but got input of size: ", input.sizes());
+  const char* op = conv_name(nd, transposed);
+  KILN_CHECK(input.dim() == nd + 1 || input.dim() == nd + 2, op, ": expected a ", nd + 1,
+             "-D (unbatched) or ", nd + 2, "-D (batched) input, but got input of size ",
+             input.sizes());
 }
 
 Tensor conv_nd(int64_t nd, const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -43,7 +44,9 @@ Tensor detail::conv_padding_mode(int64_t nd, const Tensor& input, const Tensor& 
              "', expected one of 'valid' or 'same'");
   const std::vector<int64_t> s = conv::expand(op, "stride", stride, nd);
   for (int64_t v : s)
-    KILN_CHECK(v == 1, op, ": padding='same' is not supported for strided convolutions");
+    KILN_CHECK(
+        v == 1, op,
+        ": padding='same' is not supported for strided convolutions, got stride=", IntArrayRef(s));
   const std::vector<int64_t> dil = conv::expand(op, "dilation", dilation, nd);
   KILN_CHECK(weight.dim() == nd + 2, op, ": expected ", nd + 2, "-dimensional weight, got ",
              weight.sizes());

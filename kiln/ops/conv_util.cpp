@@ -24,12 +24,17 @@ Params params(const char* op, const Attrs& a, int64_t nd) {
   p.output_padding = expand(op, "output_padding", a.ints(4), nd);
   p.groups = a.i(5);
   for (int64_t d = 0; d < nd; ++d) {
-    KILN_CHECK(p.stride[d] > 0, op, ": non-positive stride is not supported");
-    KILN_CHECK(p.padding[d] >= 0, op, ": negative padding is not supported");
-    KILN_CHECK(p.dilation[d] > 0, op, ": dilation should be greater than zero");
-    KILN_CHECK(p.output_padding[d] >= 0, op, ": negative output_padding is not supported");
+    KILN_CHECK(p.stride[d] > 0, op,
+               ": stride must be positive, got stride=", IntArrayRef(p.stride));
+    KILN_CHECK(p.padding[d] >= 0, op,
+               ": padding must be non-negative, got padding=", IntArrayRef(p.padding));
+    KILN_CHECK(p.dilation[d] > 0, op,
+               ": dilation must be positive, got dilation=", IntArrayRef(p.dilation));
+    KILN_CHECK(p.output_padding[d] >= 0, op,
+               ": output_padding must be non-negative, got output_padding=",
+               IntArrayRef(p.output_padding));
   }
-  KILN_CHECK(p.groups > 0, op, ": non-positive groups is not supported");
+  KILN_CHECK(p.groups > 0, op, ": groups must be positive, got groups=", p.groups);
   return p;
 }
 
@@ -67,12 +72,12 @@ SymShape output_sizes(const char* op, const Tensor& input, const Tensor& weight,
                ", expected weight to be divisible by ", p.groups, " at dimension 0, but got weight",
                " of size ", weight.sizes(), " instead");
     KILN_CHECK(channels == weight.size(1) * p.groups, op, ": Given groups=", p.groups,
-               ", weight of size ", weight.sizes(), ", expected input", input.sizes(), " to have ",
+               ", weight of size ", weight.sizes(), ", expected input ", input.sizes(), " to have ",
                weight.size(1) * p.groups, " channels, but got ", channels, " channels instead");
     out_channels = weight.size(0);
   } else {
     KILN_CHECK(channels == weight.size(0), op, ": given transposed=1, weight of size ",
-               weight.sizes(), ", expected input", input.sizes(), " to have ", weight.size(0),
+               weight.sizes(), ", expected input ", input.sizes(), " to have ", weight.size(0),
                " channels, but got ", channels, " channels instead");
     KILN_CHECK(weight.size(0) % p.groups == 0, op, ": given groups=", p.groups,
                ", expected weight to be divisible by ", p.groups, " at dimension 0, but got weight",
@@ -111,7 +116,9 @@ SymShape output_sizes(const char* op, const Tensor& input, const Tensor& weight,
              ". Kernel size: ", list(kernel), ". Kernel size can't be greater than actual input ",
              "size");
   KILN_CHECK(p.transposed || p.output_padding == std::vector<int64_t>(nd, 0), op,
-             ": output_padding is only supported for transposed convolutions");
+             ": output_padding is only supported for transposed convolutions, got "
+             "output_padding=",
+             IntArrayRef(p.output_padding));
   return out;
 }
 

@@ -9,12 +9,14 @@
 namespace kiln {
 namespace {
 
-std::vector<TensorSpec> factory_meta(const std::vector<Tensor>&, const Attrs& a) {
-  // attrs: sizes, ..., dtype (second to last), device (last)
-  size_t n = a.size();
-  for (const SymInt& s : a.shape(0))
-    KILN_CHECK(s >= 0, "factory: negative dimension in size ", SymIntArrayRef(a.shape(0)));
-  return {meta::spec(a.shape(0), a.dtype(n - 2), a.device(n - 1))};
+MetaFn factory_meta(const char* op) {
+  return [op](const std::vector<Tensor>&, const Attrs& a) {
+    // attrs: sizes, ..., dtype (second to last), device (last)
+    size_t n = a.size();
+    for (const SymInt& s : a.shape(0))
+      KILN_CHECK(s >= 0, op, ": negative dimension in size ", SymIntArrayRef(a.shape(0)));
+    return std::vector<TensorSpec>{meta::spec(a.shape(0), a.dtype(n - 2), a.device(n - 1))};
+  };
 }
 
 Attrs factory_attrs(SymIntList size, const TensorOptions& o) {
@@ -30,8 +32,14 @@ Tensor finish(Tensor t, const TensorOptions& o) {
 
 KILN_REGISTER_OP(empty)
     .schema("empty(SymInt[] size, ScalarType dtype, Device device) -> Tensor")
-    .meta(factory_meta)
+    .meta(factory_meta("empty"))
     .cpu([](const std::vector<Tensor>&, std::vector<Tensor>&, const Attrs&) {})
+    .error_samples([] {
+      return std::vector<OpErrorSample>{{{},
+                                         {SymShape{2, -1}, kFloat32, Device(kCPU)},
+                                         "negative dimension in size [2, -1]",
+                                         "negative size"}};
+    })
     .samples([](ScalarType dt) {
       return std::vector<OpSample>{{{}, {SymShape{2, 3}, dt, Device(kCPU)}, "2x3"},
                                    {{}, {SymShape{0}, dt, Device(kCPU)}, "empty"}};
@@ -40,7 +48,13 @@ KILN_REGISTER_OP(empty)
 
 KILN_REGISTER_OP(full)
     .schema("full(SymInt[] size, Scalar fill_value, ScalarType dtype, Device device) -> Tensor")
-    .meta(factory_meta)
+    .meta(factory_meta("full"))
+    .error_samples([] {
+      return std::vector<OpErrorSample>{{{},
+                                         {SymShape{2, -1}, Scalar(1), kFloat32, Device(kCPU)},
+                                         "negative dimension in size [2, -1]",
+                                         "negative size"}};
+    })
     .cpu([](const std::vector<Tensor>&, std::vector<Tensor>& out, const Attrs& a) {
       cpu::fill(out[0], a.scalar(1));
     })
@@ -117,6 +131,19 @@ KILN_REGISTER_OP(copy_)
           {{samples::make({3, 4}, dt), samples::make({3, 4}, dt)}, {}, "same shape"},
           {{samples::make({3, 4}, dt), samples::make({4}, dt)}, {}, "broadcast"},
           {{samples::make({4, 3}, dt, -3, 3, true), samples::make({4, 3}, dt)}, {}, "strided dst"}};
+    })
+    .error_samples([] {
+      const Tensor dst = samples::make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{dst, samples::make({3, 5}, kFloat32)},
+           {},
+           "shapes [3, 4] and [3, 5] cannot be broadcast together",
+           "shapes"},
+          {{dst, samples::make({2, 3, 4}, kFloat32)},
+           {},
+           "source of shape [2, 3, 4] cannot be broadcast to the destination's shape [3, 4]",
+           "larger source"},
+      };
     })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       return std::vector<Tensor>{in[1].expand(in[0].sizes()).clone()};

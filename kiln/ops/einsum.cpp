@@ -17,7 +17,7 @@ constexpr int kLetters = 52;
 int letter_label(char c, size_t pos) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return 26 + (c - 'a');
-  KILN_FAIL("einsum(): invalid subscript given at index ", pos,
+  KILN_FAIL("einsum: invalid subscript '", c, "' given at index ", pos,
             " in the equation string, subscripts must be in [a-zA-Z]");
 }
 
@@ -36,9 +36,9 @@ Subscripts parse_subscripts(const std::string& eq, size_t begin, size_t end, con
   Subscripts s;
   for (size_t i = begin; i < end; ++i) {
     if (eq[i] == '.') {
-      KILN_CHECK(i + 2 < end && eq[i + 1] == '.' && eq[i + 2] == '.', "einsum(): found '.' for ",
+      KILN_CHECK(i + 2 < end && eq[i + 1] == '.' && eq[i + 2] == '.', "einsum: found '.' for ",
                  what, " that is not part of any ellipsis");
-      KILN_CHECK(!s.has_ellipsis, "einsum(): found '...' more than once for ", what);
+      KILN_CHECK(!s.has_ellipsis, "einsum: found '...' more than once for ", what);
       s.has_ellipsis = true;
       s.labels.push_back(kEllipsis);
       i += 2;
@@ -60,11 +60,11 @@ std::vector<int> operand_labels(const Subscripts& s, const Tensor& t, size_t ind
                                 int64_t max_ellipsis) {
   const int64_t named = static_cast<int64_t>(s.labels.size()) - (s.has_ellipsis ? 1 : 0);
   if (!s.has_ellipsis) {
-    KILN_CHECK(t.dim() == named, "einsum(): the number of subscripts in the equation (", named,
+    KILN_CHECK(t.dim() == named, "einsum: the number of subscripts in the equation (", named,
                ") does not match the number of dimensions (", t.dim(), ") for operand ", index,
                " and no ellipsis was given");
   } else {
-    KILN_CHECK(t.dim() >= named, "einsum(): the number of subscripts in the equation (", named,
+    KILN_CHECK(t.dim() >= named, "einsum: the number of subscripts in the equation (", named,
                ") is more than the number of dimensions (", t.dim(), ") for operand ", index);
   }
   std::vector<int> out;
@@ -93,7 +93,7 @@ Labelled take_diagonals(const Tensor& t, const std::vector<int>& labels, size_t 
       continue;
     }
     const size_t j = static_cast<size_t>(it - r.labels.begin());
-    KILN_CHECK(sizes[j] == t.size(static_cast<int64_t>(d)), "einsum(): subscript ",
+    KILN_CHECK(sizes[j] == t.size(static_cast<int64_t>(d)), "einsum: subscript ",
                label_char(labels[d]), " is repeated for operand ", index,
                " but the sizes don't match, ", sizes[j], " != ", t.size(static_cast<int64_t>(d)));
     strides[j] = strides[j] + t.stride(static_cast<int64_t>(d));
@@ -185,10 +185,10 @@ Tensor einsum(std::string_view equation_in, const std::vector<Tensor>& operands)
   std::string eq;
   for (char c : equation_in)
     if (c != ' ') eq.push_back(c);
-  KILN_CHECK(!operands.empty(), "einsum(): must provide at least one operand");
+  KILN_CHECK(!operands.empty(), "einsum: must provide at least one operand");
   for (size_t i = 1; i < operands.size(); ++i) {
     KILN_CHECK(operands[i].dtype() == operands[0].dtype(),
-               "einsum(): expected all operands to have the same dtype, but got ",
+               "einsum: expected all operands to have the same dtype, but got ",
                operands[0].dtype(), " for operand 0 and ", operands[i].dtype(), " for operand ", i);
   }
   const size_t arrow = eq.find("->");
@@ -199,15 +199,15 @@ Tensor einsum(std::string_view equation_in, const std::vector<Tensor>& operands)
   for (size_t begin = 0;;) {
     size_t comma = eq.find(',', begin);
     size_t end = comma == std::string::npos || comma > lhs_end ? lhs_end : comma;
-    KILN_CHECK(subs.size() < operands.size(),
-               "einsum(): fewer operands were provided than specified in the equation");
+    KILN_CHECK(subs.size() < operands.size(), "einsum: fewer operands (", operands.size(),
+               ") were provided than specified in the equation '", eq, "'");
     subs.push_back(
         parse_subscripts(eq, begin, end, ("operand " + std::to_string(subs.size())).c_str()));
     if (end == lhs_end) break;
     begin = end + 1;
   }
-  KILN_CHECK(subs.size() == operands.size(),
-             "einsum(): more operands were provided than specified in the equation");
+  KILN_CHECK(subs.size() == operands.size(), "einsum: more operands (", operands.size(),
+             ") were provided than specified in the equation '", eq, "' (", subs.size(), ")");
 
   int64_t max_ellipsis = 0;
   for (size_t i = 0; i < operands.size(); ++i) {
@@ -232,9 +232,9 @@ Tensor einsum(std::string_view equation_in, const std::vector<Tensor>& operands)
         for (int64_t e = 0; e < max_ellipsis; ++e) out.push_back(kLetters + static_cast<int>(e));
         continue;
       }
-      KILN_CHECK(count[l] > 0, "einsum(): output subscript ", label_char(l),
+      KILN_CHECK(count[l] > 0, "einsum: output subscript ", label_char(l),
                  " does not appear in the equation for any input operand");
-      KILN_CHECK(position(out, l) < 0, "einsum(): output subscript ", label_char(l),
+      KILN_CHECK(position(out, l) < 0, "einsum: output subscript ", label_char(l),
                  " appears more than once in the output");
       out.push_back(l);
     }
@@ -252,7 +252,7 @@ Tensor einsum(std::string_view equation_in, const std::vector<Tensor>& operands)
       const SymInt s = ops[i].t.size(static_cast<int64_t>(d));
       if (s == 1) continue;
       KILN_CHECK(
-          label_size[l] == 1 || label_size[l] == s, "einsum(): operands do not broadcast: ",
+          label_size[l] == 1 || label_size[l] == s, "einsum: operands do not broadcast: ",
           l < kLetters ? std::string("subscript ") + label_char(l) : std::string("an ellipsis dim"),
           " has size ", label_size[l], " and ", s, " (operand ", i, ")");
       label_size[l] = s;

@@ -116,8 +116,8 @@ void index_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const
 
 void index_put_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
   const Tensor &self = in[0], &values = in[1];
-  const AdvancedPlan p = make_plan("index_put_", self, in.data() + 2, in.size() - 2);
-  Tensor linear = linear_index("index_put_", self, in.data() + 2, p);  // before any write
+  const AdvancedPlan p = make_plan("index_put", self, in.data() + 2, in.size() - 2);
+  Tensor linear = linear_index("index_put", self, in.data() + 2, p);  // before any write
   Tensor target = index_ops::scatter_target(out[0], self);
   if (linear.numel() == 0 || target.numel() == 0) return index_ops::finish_output(out[0], target);
   const int64_t k = static_cast<int64_t>(p.dims.size());
@@ -126,8 +126,8 @@ void index_put_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, c
   Tensor xr = as_shape(work, merged_sizes(work, p.first, k));
   Tensor v = values.to(self.dtype()).expand(p.result).contiguous();
   v = as_shape(v, result_rows(p, linear.numel()));
-  cpu::scatter(xr, p.first, index_ops::expand_index(linear, v.sizes().vec(), p.first), v, 0,
-               a.b(0) ? cpu::ScatterOp::Sum : cpu::ScatterOp::Assign, true);
+  cpu::scatter("index_put", xr, p.first, index_ops::expand_index(linear, v.sizes().vec(), p.first),
+               v, 0, a.b(0) ? cpu::ScatterOp::Sum : cpu::ScatterOp::Assign, true);
   if (!p.adjacent) cpu::copy(x, work);
   index_ops::finish_output(out[0], target);
 }
@@ -203,7 +203,7 @@ std::vector<Tensor> index_reference(const std::vector<Tensor>& in, const Attrs&)
 }
 
 std::vector<Tensor> index_put_reference(const std::vector<Tensor>& in, const Attrs& a) {
-  const AdvancedPlan p = make_plan("index_put_", in[0], in.data() + 2, in.size() - 2);
+  const AdvancedPlan p = make_plan("index_put", in[0], in.data() + 2, in.size() - 2);
   Tensor out = index_ops::f64(in[0]).clone();
   Tensor v = index_ops::f64(in[1].expand(p.result));
   std::vector<int64_t> dst = reference_sources(in[0], tail(in, 2), p);
@@ -251,6 +251,26 @@ std::vector<OpSample> index_put_samples(ScalarType dt) {
   return s;
 }
 
+// The checks of the index tensors, for `index` (before: none) and `index_put` (before: values).
+std::vector<OpErrorSample> index_error_samples(const std::vector<Tensor>& before, const Attrs& a) {
+  auto in = [&](std::vector<Tensor> idx) {
+    std::vector<Tensor> v{make({5, 4}, kFloat32)};
+    v.insert(v.end(), before.begin(), before.end());
+    v.insert(v.end(), idx.begin(), idx.end());
+    return v;
+  };
+  return {
+      {in({ix({0}), ix({0}), ix({0})}), a, "too many indices for tensor of dimension 2 (got 3)",
+       "too many"},
+      {in({tensor({0., 1.})}), a, "must be long or int tensors, got float32", "float index"},
+      {in({Tensor()}), a, "expected at least one index tensor", "no index"},
+      {in({ix({0, 1}), ix({0, 1, 2})}), a, "shapes [2] and [3] cannot be broadcast together",
+       "indices that do not broadcast"},
+      {in({ix({5})}), a, "index 5 is out of bounds for dimension 0 with size 5",
+       "index out of range", /*in_meta=*/false},
+  };
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(index)
@@ -267,6 +287,7 @@ KILN_REGISTER_OP(index)
       return g;
     })
     .samples(index_samples)
+    .error_samples([] { return index_error_samples({}, {}); })
     .reference(index_reference)
     .dtypes({kFloat64, kFloat32, kInt64, kBool})
     .lowering("extern:index");
@@ -277,13 +298,13 @@ KILN_REGISTER_OP(index_put)
         "Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
       const Tensor &self = in[0], &values = in[1];
-      const AdvancedPlan p = make_plan("index_put_", self, in.data() + 2, in.size() - 2);
-      KILN_CHECK(values.dtype() == self.dtype(), "index_put_: Index put requires the source and ",
+      const AdvancedPlan p = make_plan("index_put", self, in.data() + 2, in.size() - 2);
+      KILN_CHECK(values.dtype() == self.dtype(), "index_put: Index put requires the source and ",
                  "destination dtypes match, got ", self.dtype(), " for the destination and ",
                  values.dtype(), " for the source.");
-      const SymShape b = meta::broadcast_shapes("index_put_", {p.result, values.sym_sizes()});
+      const SymShape b = meta::broadcast_shapes("index_put", {p.result, values.sym_sizes()});
       KILN_CHECK(SymIntArrayRef(b) == SymIntArrayRef(p.result),
-                 "index_put_: shape mismatch: ", "value tensor of shape ", values.sizes(),
+                 "index_put: shape mismatch: ", "value tensor of shape ", values.sizes(),
                  " cannot be broadcast to indexing ", "result of shape ", SymIntArrayRef(p.result));
       return meta::one_spec(self.sym_sizes(), self.dtype(), self.device());
     })
@@ -300,6 +321,29 @@ KILN_REGISTER_OP(index_put)
       return g;
     })
     .samples(index_put_samples)
+    .error_samples([] {
+      auto s = index_error_samples({make({}, kFloat32)}, {false});
+      const Tensor self = make({5, 4}, kFloat32), i = ix({0, 2});
+      s.push_back({{self, make({2, 4}, kFloat64), i},
+                   {false},
+                   "got float32 for the destination and float64 for the source",
+                   "dtype"});
+      s.push_back({{self, make({3, 4}, kFloat32), i},
+                   {false},
+                   "shapes [2, 4] and [3, 4] cannot be broadcast together",
+                   "values of [3, 4]"});
+      s.push_back({{self, make({2, 1, 4}, kFloat32), i},
+                   {false},
+                   "value tensor of shape [2, 1, 4] cannot be broadcast to indexing result of "
+                   "shape [2, 4]",
+                   "values of [2, 1, 4]"});
+      s.push_back({{self.to(kBool), make({2, 4}, kBool), i},
+                   {true},
+                   "reductions are not supported for dtype bool",
+                   "accumulate bool",
+                   /*in_meta=*/false});
+      return s;
+    })
     .reference(index_put_reference)
     .dtypes({kFloat64, kFloat32, kInt64})
     .lowering("extern:index_put");
@@ -319,7 +363,7 @@ Tensor& index_put_(Tensor& self, const std::vector<indexing::TensorIndex>& indic
   KILN_CHECK(!(GradMode::is_enabled() && self.requires_grad() && self.is_leaf()),
              "index_put_: a leaf Variable that requires grad is being used in an in-place "
              "operation.");
-  indexing::SplitIndex s = indexing::split_index(self, indices);
+  indexing::SplitIndex s = indexing::split_index(self, indices, "index_put_");
   if (s.indices.empty()) {
     // As PyTorch: leading size-1 dims of the value that the target lacks are dropped.
     Tensor v = values;
@@ -339,7 +383,7 @@ Tensor& index_put_(Tensor& self, const std::vector<indexing::TensorIndex>& indic
 
 Tensor index_put(const Tensor& self, const std::vector<indexing::TensorIndex>& indices,
                  const Tensor& values, bool accumulate) {
-  indexing::SplitIndex s = indexing::split_index(self, indices);
+  indexing::SplitIndex s = indexing::split_index(self, indices, "index_put");
   Tensor v = values.dtype() == self.dtype() ? values : values.to(self.dtype());
   if (!s.indices.empty() && s.view.is_same(self))
     return call_index_put(index_put_op(), self, v, s.indices, accumulate);

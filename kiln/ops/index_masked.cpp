@@ -140,7 +140,8 @@ void masked_scatter_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& o
              source.numel(), ") < number of ones in mask (", pos.numel(), ")");
   Tensor target = index_ops::scatter_target(out[0], self.expand(out[0].sym_sizes()));
   Tensor values = source.reshape({-1}).narrow(0, 0, pos.numel());
-  cpu::scatter(target.view({-1}), 0, pos, values, 0, cpu::ScatterOp::Assign, true);
+  cpu::scatter("masked_scatter", target.view({-1}), 0, pos, values, 0, cpu::ScatterOp::Assign,
+               true);
   index_ops::finish_output(out[0], target);
 }
 
@@ -197,11 +198,11 @@ std::vector<Tensor> take_reference(const std::vector<Tensor>& in, const Attrs&) 
 std::vector<TensorSpec> put_meta(const std::vector<Tensor>& in, const Attrs&) {
   const Tensor &self = in[0], &index = in[1], &source = in[2];
   KILN_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32,
-             "put_(): Expected a long tensor for index, but got ", index.dtype());
-  KILN_CHECK(self.dtype() == source.dtype(), "put_(): self and source expected to have the ",
+             "put: Expected a long tensor for index, but got ", index.dtype());
+  KILN_CHECK(self.dtype() == source.dtype(), "put: self and source expected to have the ",
              "same dtype, but got self.dtype = ", self.dtype(),
              " and source.dtype = ", source.dtype());
-  KILN_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the ",
+  KILN_CHECK(index.numel() == source.numel(), "put: Expected source and index to have the ",
              "same number of elements, but got source.numel() = ", source.numel(),
              ", index.numel() = ", index.numel());
   return {meta::spec(self.sym_sizes(), self.dtype(), self.device())};
@@ -209,10 +210,10 @@ std::vector<TensorSpec> put_meta(const std::vector<Tensor>& in, const Attrs&) {
 
 void put_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
   const Tensor& self = in[0];
-  Tensor pos = flat_positions("put_", in[1], self.numel().guard_int());
+  Tensor pos = flat_positions("put", in[1], self.numel().guard_int());
   Tensor target = index_ops::scatter_target(out[0], self);
   if (pos.numel() > 0) {
-    cpu::scatter(target.view({-1}), 0, pos, in[2].reshape({-1}), 0,
+    cpu::scatter("put", target.view({-1}), 0, pos, in[2].reshape({-1}), 0,
                  a.b(0) ? cpu::ScatterOp::Sum : cpu::ScatterOp::Assign, true);
   }
   index_ops::finish_output(out[0], target);
@@ -261,7 +262,7 @@ std::vector<OpSample> put_samples(ScalarType dt) {
 
 std::vector<TensorSpec> one_hot_meta(const std::vector<Tensor>& in, const Attrs& a) {
   KILN_CHECK(in[0].dtype() == kInt64,
-             "one_hot is only applicable to index tensor of type int64, got ", in[0].dtype());
+             "one_hot: is only applicable to index tensor of type int64, got ", in[0].dtype());
   KILN_CHECK(a.i(0) >= 0, "one_hot: num_classes must be non-negative, got ", a.i(0));
   SymShape sizes = in[0].sym_sizes();
   sizes.push_back(a.i(0));
@@ -293,6 +294,22 @@ std::vector<Tensor> one_hot_reference(const std::vector<Tensor>& in, const Attrs
   return {out};
 }
 
+// The mask checks of masked_select (with_source false) and masked_scatter.
+std::vector<OpErrorSample> masked_error_samples(bool with_source) {
+  auto in = [&](Tensor mask) {
+    std::vector<Tensor> v{make({3, 4}, kFloat32), std::move(mask)};
+    if (with_source) v.push_back(make({12}, kFloat32));
+    return v;
+  };
+  return {
+      {in(make({3, 4}, kFloat32)), {}, "expected BoolTensor for mask, got float32", "float mask"},
+      {in(make({3}, kBool)),
+       {},
+       "shapes [3, 4] and [3] cannot be broadcast together",
+       "mask that does not broadcast"},
+  };
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(nonzero)
@@ -307,7 +324,10 @@ KILN_REGISTER_OP(nonzero)
 
 KILN_REGISTER_OP(masked_select)
     .schema("masked_select(Tensor self, Tensor mask) -> Tensor")
-    .meta([](const std::vector<Tensor>&, const Attrs&) { return dynamic_meta("masked_select"); })
+    .meta([](const std::vector<Tensor>& in, const Attrs&) {
+      mask_shape("masked_select", in[0], in[1]);
+      return dynamic_meta("masked_select");
+    })
     .cpu(masked_select_kernel)
     .backward([](const BackwardContext& c) {
       const Tensor &self = c.input(0), &mask = c.input(1);
@@ -316,6 +336,7 @@ KILN_REGISTER_OP(masked_select)
       return std::vector<Tensor>{z.masked_scatter(mask, c.grad()), Tensor()};
     })
     .samples([](ScalarType dt) { return masked_samples(dt, false); })
+    .error_samples([] { return masked_error_samples(false); })
     .reference(masked_select_reference)
     .dtypes({kFloat64, kFloat32, kInt64, kBool})
     .lowering("extern:masked_select")
@@ -337,6 +358,20 @@ KILN_REGISTER_OP(masked_scatter)
       return g;
     })
     .samples([](ScalarType dt) { return masked_samples(dt, true); })
+    .error_samples([] {
+      auto s = masked_error_samples(true);
+      const Tensor self = make({3, 4}, kFloat32), mask = ones({3, 4}, kBool);
+      s.push_back({{self, mask, make({12}, kFloat64)},
+                   {},
+                   "expected self and source to have same dtypes but got float32 and float64",
+                   "source dtype"});
+      s.push_back({{self, mask, make({5}, kFloat32)},
+                   {},
+                   "Number of elements of source (5) < number of ones in mask (12)",
+                   "source too small",
+                   /*in_meta=*/false});
+      return s;
+    })
     .reference(masked_scatter_reference)
     .dtypes({kFloat64, kFloat32, kInt64, kBool})
     .lowering("extern:masked_scatter");
@@ -345,7 +380,7 @@ KILN_REGISTER_OP(take)
     .schema("take(Tensor self, Tensor index) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
       KILN_CHECK(in[1].dtype() == kInt64 || in[1].dtype() == kInt32,
-                 "take(): Expected a long tensor for index, but got ", in[1].dtype());
+                 "take: Expected a long tensor for index, but got ", in[1].dtype());
       return meta::one_spec(in[1].sym_sizes(), in[0].dtype(), in[0].device());
     })
     .cpu(take_kernel)
@@ -354,6 +389,20 @@ KILN_REGISTER_OP(take)
       return std::vector<Tensor>{z.put(c.input(1), c.grad(), true), Tensor()};
     })
     .samples(take_samples)
+    .error_samples([] {
+      const Tensor self = make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{self, tensor({1., 2.})},
+           {},
+           "Expected a long tensor for index, but got float32",
+           "float index"},
+          {{self, tensor({1, 12}, kInt64)},
+           {},
+           "index 12 is out of bounds for dimension 0 with size 12",
+           "index out of range",
+           /*in_meta=*/false},
+      };
+    })
     .reference(take_reference)
     .dtypes({kFloat64, kFloat32, kInt64, kBool})
     .lowering("extern:take");
@@ -370,6 +419,34 @@ KILN_REGISTER_OP(put)
       return g;
     })
     .samples(put_samples)
+    .error_samples([] {
+      const Tensor self = make({3, 4}, kFloat32), index = tensor({1, 2}, kInt64);
+      const Attrs a{false};
+      return std::vector<OpErrorSample>{
+          {{self, tensor({1., 2.}), make({2}, kFloat32)},
+           a,
+           "Expected a long tensor for index, but got float32",
+           "float index"},
+          {{self, index, make({2}, kFloat64)},
+           a,
+           "but got self.dtype = float32 and source.dtype = float64",
+           "source dtype"},
+          {{self, index, make({3}, kFloat32)},
+           a,
+           "but got source.numel() = 3, index.numel() = 2",
+           "source of another size"},
+          {{self, tensor({1, -13}, kInt64), make({2}, kFloat32)},
+           a,
+           "index -13 is out of bounds for dimension 0 with size 12",
+           "index out of range",
+           /*in_meta=*/false},
+          {{self.to(kBool), index, make({2}, kBool)},
+           {true},
+           "reductions are not supported for dtype bool",
+           "accumulate bool",
+           /*in_meta=*/false},
+      };
+    })
     .reference(put_reference)
     .dtypes({kFloat64, kFloat32, kInt64})
     .lowering("extern:put");
@@ -383,6 +460,23 @@ KILN_REGISTER_OP(one_hot)
                                    {{tensor({4, 0, 2}, kInt64)}, {int64_t{6}}, "more classes"},
                                    {{zeros({}, kInt64)}, {int64_t{2}}, "0-dim"},
                                    {{zeros({0}, kInt64)}, {int64_t{3}}, "empty"}};
+    })
+    .error_samples([] {
+      const Tensor index = tensor({0, 2}, kInt64);
+      return std::vector<OpErrorSample>{
+          {{index.to(kInt32)}, {int64_t{3}}, "index tensor of type int64, got int32", "int32"},
+          {{index}, {int64_t{-2}}, "num_classes must be non-negative, got -2", "num_classes"},
+          {{tensor({0, -1}, kInt64)},
+           {int64_t{3}},
+           "Class values must be non-negative (got -1)",
+           "negative class",
+           /*in_meta=*/false},
+          {{index},
+           {int64_t{2}},
+           "smaller than num_classes (got 2, num_classes 2)",
+           "class too large",
+           /*in_meta=*/false},
+      };
     })
     .reference(one_hot_reference)
     .dtypes({kInt64})
@@ -424,7 +518,7 @@ Tensor put(const Tensor& self, const Tensor& index, const Tensor& source, bool a
 
 Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<int64_t> dim) {
   if (!dim) return self.reshape({-1}).gather(0, indices.reshape({-1}));
-  KILN_CHECK(self.dim() == indices.dim(), "take_along_dim(): input and indices should have the ",
+  KILN_CHECK(self.dim() == indices.dim(), "take_along_dim: input and indices should have the ",
              "same number of dimensions, but got ", self.dim(), " dimensions for input, and ",
              indices.dim(), " dimensions for indices");
   const int64_t d = meta::wrap_dim("take_along_dim", *dim, std::max<int64_t>(self.dim(), 1));

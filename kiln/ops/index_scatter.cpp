@@ -26,19 +26,19 @@ int64_t wrap(const char* op, int64_t dim, const Tensor& self) {
 void check_shapes(const char* op, const Tensor& self, const Tensor& index, const Tensor* src,
                   int64_t dim) {
   KILN_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
-             "(): Expected dtype int64 for index, but got ", index.dtype());
+             ": expected an int64 or int32 index, got ", index.dtype());
   if (index.numel() == 0) return;
+  const std::string src_shape = src ? detail::str_cat(src->sizes()) : "";
   KILN_CHECK(rank(index) == rank(self) && (!src || rank(*src) == rank(self)), op,
-             "(): Index tensor must have the same number of dimensions as ",
+             ": Index tensor must have the same number of dimensions as ",
              src ? "self and src tensors" : "input tensor", " (got index ", index.sizes(),
-             ", self ", self.sizes(), src ? ", src " : "", src ? src->sizes() : self.sizes(), ")");
+             ", self ", self.sizes(), src ? ", src " : "", src_shape, ")");
   for (int64_t d = 0; d < rank(index); ++d) {
     const SymInt n = size_at(index, d);
     const bool ok = (d == dim || n <= size_at(self, d)) && (!src || n <= size_at(*src, d));
-    KILN_CHECK(ok, op, "(): Size does not match at dimension ", d, " expected index ",
-               index.sizes(), " to be smaller than self ", self.sizes(), " apart from dimension ",
-               dim, src ? " and to be smaller size than src " : "",
-               src ? src->sizes() : self.sizes());
+    KILN_CHECK(ok, op, ": Size does not match at dimension ", d, " expected index ", index.sizes(),
+               " to be smaller than self ", self.sizes(), " apart from dimension ", dim,
+               src ? " and to be smaller size than src " : "", src_shape);
   }
 }
 
@@ -95,7 +95,7 @@ ScatterArgs scatter_args(const char* name, ScatterKind kind, const Tensor& self,
     r.reduce = a.str(1);
     KILN_CHECK(r.reduce == "sum" || r.reduce == "prod" || r.reduce == "mean" ||
                    r.reduce == "amax" || r.reduce == "amin",
-               name, "(): reduce argument must be either sum, prod, mean, amax or amin, got ",
+               name, ": reduce argument must be either sum, prod, mean, amax or amin, got ",
                r.reduce);
     r.op = cpu::scatter_op_from_name(name, r.reduce);
     r.include_self = a.b(2);
@@ -103,7 +103,7 @@ ScatterArgs scatter_args(const char* name, ScatterKind kind, const Tensor& self,
   if (reduce_at > 0 && !a.is_none(reduce_at)) {
     r.reduce = a.str(reduce_at);
     KILN_CHECK(r.reduce == "add" || r.reduce == "multiply", name,
-               "(): reduce argument must be either add or multiply, got ", r.reduce);
+               ": reduce argument must be either add or multiply, got ", r.reduce);
     r.op = cpu::scatter_op_from_name(name, r.reduce);
   }
   return r;
@@ -116,8 +116,8 @@ MetaFn scatter_meta(const char* name, ScatterKind kind) {
     const Tensor* src = kind == ScatterKind::Value ? nullptr : &in[2];
     if (src) {
       KILN_CHECK(src->dtype() == self.dtype(), name,
-                 "(): Expected self.dtype to be equal to src.dtype (got ", self.dtype(), " and ",
-                 src->dtype(), ")");
+                 ": expected self and src of the same dtype, got ", self.dtype(), " and ",
+                 src->dtype());
     }
     check_shapes(name, self, index, src, s.dim);
     return meta::one_spec(self.sym_sizes(), self.dtype(), self.device());
@@ -133,14 +133,15 @@ KernelFn scatter_kernel(const char* name, ScatterKind kind) {
     cpu::check_index_range(name, index, s.dim, size_at(self, s.dim).guard_int(), false);
     Tensor target = index_ops::scatter_target(out[0], self);
     const Tensor src = kind == ScatterKind::Value ? Tensor() : in[2];
-    cpu::scatter(target, s.dim, index, src, s.value, s.op, s.include_self);
+    cpu::scatter(name, target, s.dim, index, src, s.value, s.op, s.include_self);
     index_ops::finish_output(out[0], target);
   };
 }
 
 std::vector<Tensor> scatter_backward(const BackwardContext& c, ScatterKind kind) {
-  KILN_CHECK(c.attrs.is_none(kind == ScatterKind::Value ? 2 : 1),
-             "derivative for scatter with a reduce argument is not implemented (as PyTorch); "
+  const char* op = kind == ScatterKind::Value ? "scatter_value" : "scatter";
+  KILN_CHECK(c.attrs.is_none(kind == ScatterKind::Value ? 2 : 1), op,
+             ": derivative for scatter with a reduce argument is not implemented (as PyTorch); "
              "use scatter_reduce");
   const Tensor& index = c.input(1);
   const int64_t dim = wrap("scatter", c.attrs.i(0), c.input(0));
@@ -359,6 +360,71 @@ std::vector<OpSample> scatter_reduce_samples(ScalarType dt) {
 
 const std::vector<ScalarType> kReduceDtypes = {kFloat64, kFloat32, kInt64};
 
+// The attributes of each kind (as scatter_args reads them) with dim and the reduction name.
+Attrs kind_attrs(ScatterKind kind, int64_t dim, const char* reduce) {
+  const AttrValue r = reduce ? AttrValue(std::string(reduce)) : AttrValue(std::monostate{});
+  switch (kind) {
+    case ScatterKind::Src:
+      return {dim, r};
+    case ScatterKind::Value:
+      return {dim, Scalar(2), r};
+    case ScatterKind::Add:
+      return {dim};
+    case ScatterKind::Reduce:
+      break;
+  }
+  return {dim, std::string(reduce ? reduce : "sum"), true};
+}
+
+std::vector<OpErrorSample> scatter_error_samples(ScatterKind kind) {
+  const bool has_src = kind != ScatterKind::Value;
+  const Tensor self = make({3, 4}, kFloat32);
+  auto in = [&](Tensor index, Tensor src) {
+    std::vector<Tensor> v{self, std::move(index)};
+    if (has_src) v.push_back(std::move(src));
+    return v;
+  };
+  const Tensor index = tensor({{0, 2}}, kInt64), src = make({3, 4}, kFloat32);
+  const Attrs plain = kind_attrs(kind, 0, nullptr);
+  std::vector<OpErrorSample> s = {
+      {in(index, src), kind_attrs(kind, 2, nullptr),
+       "expected to be in range of [-2, 1], but got 2", "dim"},
+      {in(tensor({{0., 2.}}), src), plain, "expected an int64 or int32 index, got float32",
+       "float index"},
+      {in(tensor({0, 2}, kInt64).view({1, 1, 2}), src), plain,
+       has_src ? "(got index [1, 1, 2], self [3, 4], src [3, 4])"
+               : "(got index [1, 1, 2], self [3, 4])",
+       "rank"},
+      {in(sample_index({2, 5}, 3), src), plain,
+       "expected index [2, 5] to be smaller than self [3, 4] apart from dimension 0", "sizes"},
+      {in(tensor({{0, 3}}, kInt64), src), plain,
+       "index 3 is out of bounds for dimension 0 with size 3", "index out of range",
+       /*in_meta=*/false},
+  };
+  if (has_src) {
+    s.push_back({in(index, make({3, 4}, kFloat64)), plain,
+                 "expected self and src of the same dtype, got float32 and float64", "src dtype"});
+    s.push_back({in(index, make({3, 1}, kFloat32)), plain, "and to be smaller size than src [3, 1]",
+                 "src smaller than index"});
+  }
+  if (kind == ScatterKind::Add || kind == ScatterKind::Reduce) {
+    s.push_back({{make({3, 4}, kBool), index, make({3, 4}, kBool)},
+                 plain,
+                 "reductions are not supported for dtype bool",
+                 "bool",
+                 /*in_meta=*/false});
+  }
+  if (kind == ScatterKind::Reduce) {
+    s.push_back({in(index, src), kind_attrs(kind, 0, "add"),
+                 "reduce argument must be either sum, prod, mean, amax or amin, got add",
+                 "reduce"});
+  } else if (kind != ScatterKind::Add) {
+    s.push_back({in(index, src), kind_attrs(kind, 0, "sum"),
+                 "reduce argument must be either add or multiply, got sum", "reduce"});
+  }
+  return s;
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(gather)
@@ -371,6 +437,27 @@ KILN_REGISTER_OP(gather)
       return std::vector<Tensor>{z.scatter_add(dim, c.input(1), c.grad()), Tensor()};
     })
     .samples(gather_samples)
+    .error_samples([] {
+      const Tensor x = make({3, 4}, kFloat32);
+      const Attrs d0{int64_t{0}, false};
+      return std::vector<OpErrorSample>{
+          {{x, sample_index({2, 2, 2}, 3)}, d0, "(got index [2, 2, 2], self [3, 4])", "rank"},
+          {{x, sample_index({2, 5}, 3)},
+           d0,
+           "index [2, 5] to be smaller than self [3, 4]",
+           "index larger than self"},
+          {{x, make({2, 4}, kFloat32)},
+           d0,
+           "expected an int64 or int32 index, got float32",
+           "float index"},
+          {{x, sample_index({2, 4}, 3)}, {int64_t{2}, false}, "[-2, 1], but got 2", "dim"},
+          {{x, tensor({{0, 3}}).to(kInt64)},
+           d0,
+           "index 3 is out of bounds for dimension 0 with size 3",
+           "index out of range",
+           /*in_meta=*/false},
+      };
+    })
     .reference(gather_reference)
     .dtypes(kMoveDtypes)
     .lowering("extern:gather");
@@ -381,6 +468,7 @@ KILN_REGISTER_OP(scatter)
     .cpu(scatter_kernel("scatter", ScatterKind::Src))
     .backward([](const BackwardContext& c) { return scatter_backward(c, ScatterKind::Src); })
     .samples([](ScalarType dt) { return with_reduce(scatter_samples(dt, false), 1); })
+    .error_samples([] { return scatter_error_samples(ScatterKind::Src); })
     .reference(scatter_reference("scatter", ScatterKind::Src))
     .dtypes({kFloat64, kFloat32, kInt64})
     .lowering("extern:scatter");
@@ -389,11 +477,12 @@ KILN_REGISTER_OP(scatter_value)
     .schema(
         "scatter_value(Tensor self, int dim, Tensor index, Scalar value, str? reduce=None) "
         "-> Tensor")
-    .meta(scatter_meta("scatter", ScatterKind::Value))
-    .cpu(scatter_kernel("scatter", ScatterKind::Value))
+    .meta(scatter_meta("scatter_value", ScatterKind::Value))
+    .cpu(scatter_kernel("scatter_value", ScatterKind::Value))
     .backward([](const BackwardContext& c) { return scatter_backward(c, ScatterKind::Value); })
     .samples([](ScalarType dt) { return with_reduce(scatter_samples(dt, true), 2); })
-    .reference(scatter_reference("scatter", ScatterKind::Value))
+    .error_samples([] { return scatter_error_samples(ScatterKind::Value); })
+    .reference(scatter_reference("scatter_value", ScatterKind::Value))
     .dtypes({kFloat64, kFloat32, kInt64})
     .lowering("extern:scatter_value");
 
@@ -409,6 +498,7 @@ KILN_REGISTER_OP(scatter_add)
       return g;
     })
     .samples(scatter_add_samples)
+    .error_samples([] { return scatter_error_samples(ScatterKind::Add); })
     .reference(scatter_reference("scatter_add", ScatterKind::Add))
     .dtypes(kReduceDtypes)
     .lowering("extern:scatter_add");
@@ -422,6 +512,7 @@ KILN_REGISTER_OP(scatter_reduce)
     .backward(scatter_reduce_backward)
     .save_outputs(/*inputs_too=*/true)
     .samples(scatter_reduce_samples)
+    .error_samples([] { return scatter_error_samples(ScatterKind::Reduce); })
     .reference(scatter_reference("scatter_reduce", ScatterKind::Reduce))
     .dtypes(kReduceDtypes)
     .lowering("extern:scatter_reduce");

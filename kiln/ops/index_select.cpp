@@ -26,9 +26,9 @@ std::vector<int64_t> sizes_of(const Tensor& t) { return as_1d(t).sizes().vec(); 
 
 void check_index(const char* op, const Tensor& index) {
   KILN_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
-             "(): Expected dtype int32/int64 for index, but got ", index.dtype());
-  KILN_CHECK(index.dim() <= 1, op, "(): Index is supposed to be a vector, but got a tensor of ",
-             index.dim(), " dimensions");
+             ": Expected dtype int32/int64 for index, but got ", index.dtype());
+  KILN_CHECK(index.dim() <= 1, op, ": Index is supposed to be a vector, but got a tensor of shape ",
+             index.sizes());
 }
 
 std::vector<TensorSpec> index_select_meta(const std::vector<Tensor>& in, const Attrs& a) {
@@ -39,7 +39,7 @@ std::vector<TensorSpec> index_select_meta(const std::vector<Tensor>& in, const A
   if (self.dim() > 0)
     sizes[dim] = index.numel();
   else
-    KILN_CHECK(index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
+    KILN_CHECK(index.numel() == 1, "index_select: Index to scalar can have only 1 value, got ",
                index.numel(), " value(s)");
   return {meta::spec(sizes, self.dtype(), self.device())};
 }
@@ -60,15 +60,15 @@ MetaFn index_source_meta(const char* op) {
     const Tensor &self = in[0], &index = in[1], &source = in[2];
     const int64_t dim = wrap(op, a.i(0), self);
     check_index(op, index);
-    KILN_CHECK(self.dtype() == source.dtype(), op, "(): self (", self.dtype(), ") and source (",
+    KILN_CHECK(self.dtype() == source.dtype(), op, ": self (", self.dtype(), ") and source (",
                source.dtype(), ") must have the same scalar type");
     KILN_CHECK(std::max<int64_t>(self.dim(), 1) == std::max<int64_t>(source.dim(), 1), op,
-               "(): source ", source.sizes(), " and self ", self.sizes(),
+               ": source ", source.sizes(), " and self ", self.sizes(),
                " must have the same number of dimensions");
-    KILN_CHECK(size_at(source, dim) == index.numel(), op, "(): Number of indices (", index.numel(),
+    KILN_CHECK(size_at(source, dim) == index.numel(), op, ": Number of indices (", index.numel(),
                ") should be equal to source.size(dim) (", size_at(source, dim), ")");
     for (int64_t d = 0; d < self.dim(); ++d) {
-      KILN_CHECK(d == dim || self.size(d) == source.size(d), op, "(): source ", source.sizes(),
+      KILN_CHECK(d == dim || self.size(d) == source.size(d), op, ": source ", source.sizes(),
                  " and self ", self.sizes(), " must match in every dim but ", dim);
     }
     return meta::one_spec(self.sym_sizes(), self.dtype(), self.device());
@@ -84,7 +84,7 @@ KernelFn index_source_kernel(const char* op, cpu::ScatterOp reduce) {
     if (reduce == cpu::ScatterOp::Sum && !(a.scalar(1).to<double>() == 1))
       source = (source * a.scalar(1)).to(self.dtype());
     Tensor target = index_ops::scatter_target(out[0], self);
-    cpu::scatter(as_1d(target), dim, index_ops::expand_index(idx, sizes_of(source), dim),
+    cpu::scatter(op, as_1d(target), dim, index_ops::expand_index(idx, sizes_of(source), dim),
                  as_1d(source), 0, reduce, true);
     index_ops::finish_output(out[0], target);
   };
@@ -95,8 +95,8 @@ std::vector<TensorSpec> index_fill_meta(const std::vector<Tensor>& in, const Att
   wrap("index_fill", a.i(0), self);
   check_index("index_fill", index);
   KILN_CHECK(value.dim() == 0,
-             "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
-             value.dim(), " dimension(s).");
+             "index_fill: only supports a 0-dimensional value tensor, but got a tensor of shape ",
+             value.sizes());
   return {meta::spec(self.sym_sizes(), self.dtype(), self.device())};
 }
 
@@ -107,8 +107,9 @@ void index_fill_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, 
       index_ops::checked_index_1d("index_fill", in[1], dim, size_at(self, dim).guard_int(), true);
   const Scalar value = in[2].item();
   Tensor target = index_ops::scatter_target(out[0], self);
-  cpu::scatter(as_1d(target), dim, index_ops::expand_index(idx, sizes_of(target), dim), Tensor(),
-               value, cpu::ScatterOp::Assign, true);
+  cpu::scatter("index_fill", as_1d(target), dim,
+               index_ops::expand_index(idx, sizes_of(target), dim), Tensor(), value,
+               cpu::ScatterOp::Assign, true);
   index_ops::finish_output(out[0], target);
 }
 
@@ -227,6 +228,54 @@ std::vector<OpSample> index_fill_samples(ScalarType dt) {
   };
 }
 
+// The checks every entry with a dim and a 1-D index makes; `rest` are its other inputs.
+std::vector<OpErrorSample> index_error_samples(std::vector<Tensor> rest, const Attrs& dim0,
+                                               const Attrs& dim2) {
+  auto with = [&](Tensor index) {
+    std::vector<Tensor> in{make({3, 4}, kFloat32), std::move(index)};
+    in.insert(in.end(), rest.begin(), rest.end());
+    return in;
+  };
+  return {
+      {with(tensor({0, 1}, kInt64)), dim2, "expected to be in range of [-2, 1], but got 2", "dim"},
+      {with(tensor({0., 1.})), dim0, "for index, but got float32", "float index"},
+      {with(tensor({{0, 1}}, kInt64)), dim0, "but got a tensor of shape [1, 2]", "2-D index"},
+      {with(tensor({0, 3}, kInt64)), dim0, "index 3 is out of bounds for dimension 0 with size 3",
+       "index out of range", /*in_meta=*/false},
+  };
+}
+
+std::vector<OpErrorSample> index_source_error_samples(bool add) {
+  auto attrs = [add](int64_t dim) { return add ? Attrs{dim, Scalar(1)} : Attrs{dim}; };
+  const Tensor self = make({3, 4}, kFloat32), index = tensor({0, 2}, kInt64);
+  std::vector<OpErrorSample> s = index_error_samples({make({2, 4}, kFloat32)}, attrs(0), attrs(2));
+  s.insert(s.end(), {
+                        {{self, index, make({2, 4}, kFloat64)},
+                         attrs(0),
+                         "self (float32) and source (float64) must have the same scalar type",
+                         "dtype"},
+                        {{self, index, make({2, 4, 1}, kFloat32)},
+                         attrs(0),
+                         "source [2, 4, 1] and self [3, 4] must have the same number of dimensions",
+                         "rank"},
+                        {{self, index, make({3, 4}, kFloat32)},
+                         attrs(0),
+                         "Number of indices (2) should be equal to source.size(dim) (3)",
+                         "count"},
+                        {{self, index, make({2, 5}, kFloat32)},
+                         attrs(0),
+                         "source [2, 5] and self [3, 4] must match in every dim but 0",
+                         "other dims"},
+                    });
+  if (add)
+    s.push_back({{self.to(kBool), index, make({2, 4}, kBool)},
+                 attrs(0),
+                 "reductions are not supported for dtype bool",
+                 "bool",
+                 /*in_meta=*/false});
+  return s;
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(index_select)
@@ -239,6 +288,14 @@ KILN_REGISTER_OP(index_select)
       return std::vector<Tensor>{z.index_add(dim, c.input(1), c.grad()), Tensor()};
     })
     .samples(index_select_samples)
+    .error_samples([] {
+      auto s = index_error_samples({}, {int64_t{0}}, {int64_t{2}});
+      s.push_back({{make({}, kFloat32), tensor({0, 0}, kInt64)},
+                   {int64_t{0}},
+                   "can have only 1 value, got 2 value(s)",
+                   "two indices into a 0-dim tensor"});
+      return s;
+    })
     .reference(index_select_reference)
     .dtypes(kMoveDtypes)
     .lowering("extern:index_select");
@@ -257,6 +314,7 @@ KILN_REGISTER_OP(index_add)
       return g;
     })
     .samples([](ScalarType dt) { return index_source_samples(dt, true); })
+    .error_samples([] { return index_source_error_samples(true); })
     .reference(index_source_reference(true))
     .dtypes({kFloat64, kFloat32, kInt64})
     .lowering("extern:index_add");
@@ -273,6 +331,7 @@ KILN_REGISTER_OP(index_copy)
       return g;
     })
     .samples([](ScalarType dt) { return index_source_samples(dt, false); })
+    .error_samples([] { return index_source_error_samples(false); })
     .reference(index_source_reference(false))
     .dtypes(kMoveDtypes)
     .lowering("extern:index_copy");
@@ -291,6 +350,15 @@ KILN_REGISTER_OP(index_fill)
       return g;
     })
     .samples(index_fill_samples)
+    .error_samples([] {
+      auto s = index_error_samples({make({}, kFloat32)}, {int64_t{0}}, {int64_t{2}});
+      s.back().expected = "index 3 is out of bounds for dimension 0 with size 3 (valid range: -3";
+      s.push_back({{make({3, 4}, kFloat32), tensor({0}, kInt64), make({2}, kFloat32)},
+                   {int64_t{0}},
+                   "0-dimensional value tensor, but got a tensor of shape [2]",
+                   "value of one dimension"});
+      return s;
+    })
     .reference(index_fill_reference)
     .dtypes(kMoveDtypes)
     .lowering("extern:index_fill");

@@ -14,13 +14,13 @@ namespace kiln::index_ops {
 
 Tensor as_long(const char* op, const Tensor& index) {
   KILN_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
-             "(): Expected dtype int32/int64 for index, but got ", index.dtype());
+             ": Expected dtype int32/int64 for index, but got ", index.dtype());
   return index.dtype() == kInt64 ? index : index.to(kInt64);
 }
 
 Tensor checked_index_1d(const char* op, const Tensor& index, int64_t dim, int64_t size,
                         bool allow_negative) {
-  KILN_CHECK(index.dim() <= 1, op, "(): Index is supposed to be a vector, but got a tensor of ",
+  KILN_CHECK(index.dim() <= 1, op, ": Index is supposed to be a vector, but got a tensor of ",
              index.dim(), " dimensions");
   Tensor idx = as_long(op, index).reshape({index.numel()});
   cpu::check_index_range(op, idx, dim, size, allow_negative);

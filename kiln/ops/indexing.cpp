@@ -40,12 +40,12 @@ std::ostream& operator<<(std::ostream& os, const TensorIndex& i) {
 namespace {
 
 // Index tensors of a bool mask: one int64 tensor per dim the mask covers (its nonzero coords).
-void add_mask(const Tensor& r, int64_t dim, const Tensor& mask, std::vector<Tensor>& out) {
+void add_mask(const char* op, const Tensor& r, int64_t dim, const Tensor& mask,
+              std::vector<Tensor>& out) {
   for (int64_t d = 0; d < mask.dim(); ++d) {
-    KILN_CHECK(dim + d < r.dim() && mask.size(d) == r.size(dim + d),
-               "index: The shape of the mask ", mask.sizes(), " at index ", d,
-               " does not match the shape of the indexed tensor ", r.sizes(), " at index ",
-               dim + d);
+    KILN_CHECK(dim + d < r.dim() && mask.size(d) == r.size(dim + d), op, ": The shape of the mask ",
+               mask.sizes(), " at index ", d, " does not match the shape of the indexed tensor ",
+               r.sizes(), " at index ", dim + d);
   }
   std::vector<Tensor> coords = mask.to(kBool).nonzero_numpy();
   for (Tensor& c : coords) out.push_back(std::move(c));
@@ -62,15 +62,16 @@ int64_t consumed_dims(const TensorIndex& i) {
 
 }  // namespace
 
-SplitIndex split_index(const Tensor& self, ArrayRef<TensorIndex> indices) {
+SplitIndex split_index(const Tensor& self, ArrayRef<TensorIndex> indices, const char* op) {
   int64_t specified = 0, ellipses = 0;
   for (const TensorIndex& i : indices) {
     specified += consumed_dims(i);
     if (i.is_ellipsis()) ++ellipses;
   }
-  KILN_CHECK(ellipses <= 1, "index: an index can only have a single ellipsis ('...')");
-  KILN_CHECK(specified <= self.dim(), "index: too many indices for tensor of dimension ",
-             self.dim());
+  KILN_CHECK(ellipses <= 1, op, ": an index can only have a single ellipsis ('...'), got ",
+             ellipses);
+  KILN_CHECK(specified <= self.dim(), op, ": too many indices for tensor of dimension ", self.dim(),
+             " (got ", specified, ")");
   Tensor r = self;
   std::vector<Tensor> tensors;  // per dim of r, undefined where no tensor applies
   bool any_tensor = false;
@@ -92,16 +93,16 @@ SplitIndex split_index(const Tensor& self, ArrayRef<TensorIndex> indices) {
       case TensorIndexType::Integer: {
         const SymInt size = r.size(dim);
         const SymInt& k = i.integer();
-        KILN_CHECK(k >= -size && k < size, "index ", k, " is out of bounds for dimension ", dim,
-                   " with size ", size);
+        KILN_CHECK(k >= -size && k < size, op, ": index ", k, " is out of bounds for dimension ",
+                   dim, " with size ", size);
         r = r.select(dim, k);
         break;
       }
       case TensorIndexType::Slice: {
         const Slice& s = i.slice();
         const SymInt step = s.step();
-        KILN_CHECK(step != 0, "index: slice step cannot be zero");
-        KILN_CHECK(step > 0, "index: step must be greater than zero (got ", step,
+        KILN_CHECK(step != 0, op, ": slice step cannot be zero");
+        KILN_CHECK(step > 0, op, ": step must be greater than zero (got ", step,
                    "); negative steps are not supported, use flip()");
         r = r.slice(dim++, s.start(), s.stop(), step);
         break;
@@ -117,11 +118,11 @@ SplitIndex split_index(const Tensor& self, ArrayRef<TensorIndex> indices) {
             ++dim;
             break;
           }
-          add_mask(r, dim, t, tensors);
+          add_mask(op, r, dim, t, tensors);
           dim += t.dim();
         } else {
-          KILN_CHECK(t.dtype() == kInt64 || t.dtype() == kInt32,
-                     "index: tensors used as indices must be long, int, byte or bool tensors, "
+          KILN_CHECK(t.dtype() == kInt64 || t.dtype() == kInt32, op,
+                     ": tensors used as indices must be long, int, byte or bool tensors, "
                      "got ",
                      t.dtype());
           tensors.push_back(t);

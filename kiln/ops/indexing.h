@@ -86,11 +86,11 @@ std::ostream& operator<<(std::ostream& os, const TensorIndex& index);
 Tensor apply_basic_index(const Tensor& self, ArrayRef<TensorIndex> indices);
 
 // Basic indices applied as a view, and the index tensor (int64, undefined for none) applying to
-// each dim of that view; `indices` is empty when no tensor index was given.
+// each dim of that view; `indices` is empty when no tensor index was given. Errors name `op`.
 struct SplitIndex {
   Tensor view;
   std::vector<Tensor> indices;
 };
-SplitIndex split_index(const Tensor& self, ArrayRef<TensorIndex> indices);
+SplitIndex split_index(const Tensor& self, ArrayRef<TensorIndex> indices, const char* op = "index");
 
 }  // namespace kiln::indexing

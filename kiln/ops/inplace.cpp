@@ -1,6 +1,8 @@
 #include "kiln/ops/inplace.h"
 
 #include <string>
+#include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "kiln/ops/meta.h"
@@ -54,14 +56,29 @@ std::string inplace_schema(std::string s, const std::string& name) {
   return s;
 }
 
+// Runs f (the out-of-place entry's meta function or kernel); an argument error it raises in
+// the entry's name ("add: ...") is raised in the in-place entry's name ("add_: ...").
+template <class F>
+auto as_inplace(const OpDef& base, const std::string& name, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    const std::string what = e.what(), prefix = base.name + ":";
+    if (typeid(e) != typeid(Error) || what.rfind(prefix, 0) != 0) throw;
+    throw Error(name + what.substr(base.name.size()));
+  }
+}
+
 MetaFn inplace_meta(const OpDef* base, const std::string* name) {
   return [base, name](const std::vector<Tensor>& in, const Attrs& attrs) {
     const Tensor& self = in.at(0);
     KILN_CHECK(!has_internal_overlap(self), *name,
                ": unsupported operation: more than one element of the written-to tensor refers "
-               "to a single memory location. Please clone() the tensor before performing the "
-               "operation.");
-    const TensorSpec result = base->meta_(in, attrs).at(0);
+               "to a single memory location (size ",
+               self.sizes(), ", stride ", self.strides(),
+               "). Please clone() the tensor before performing the operation.");
+    const TensorSpec result =
+        as_inplace(*base, *name, [&] { return base->meta_(in, attrs).at(0); });
     KILN_CHECK(SymIntArrayRef(result.sizes) == self.sizes(), *name, ": output with shape ",
                self.sizes(), " doesn't match the broadcast shape ", SymIntArrayRef(result.sizes));
     KILN_CHECK(can_cast(result.dtype, self.dtype()), *name, ": result type ", result.dtype,
@@ -72,22 +89,28 @@ MetaFn inplace_meta(const OpDef* base, const std::string* name) {
   };
 }
 
-KernelFn inplace_kernel(const OpDef* base, KernelFn kernel, InplaceKind kind) {
-  return [base, kernel, kind](const std::vector<Tensor>& in, std::vector<Tensor>& out,
-                              const Attrs& attrs) {
-    const Tensor& self = in[0];
-    const ScalarType result = base->meta_(in, attrs).at(0).dtype;
-    const bool direct = kind == InplaceKind::Elementwise
-                            ? !aliased(in, /*same_layout_ok=*/true)
-                            : self.is_contiguous() && !aliased(in, /*same_layout_ok=*/false);
-    if (result == self.dtype() && direct) {
-      kernel(in, out, attrs);  // out[0] is self
-      return;
-    }
-    std::vector<Tensor> tmp{empty(self.sym_sizes(), TensorOptions(result).device(self.device()))};
-    kernel(in, tmp, attrs);
-    Tensor dst = self;
-    dst.copy_(tmp[0]);
+void run_inplace(const OpDef& base, const KernelFn& kernel, InplaceKind kind,
+                 const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& attrs) {
+  const Tensor& self = in[0];
+  const ScalarType result = base.meta_(in, attrs).at(0).dtype;
+  const bool direct = kind == InplaceKind::Elementwise
+                          ? !aliased(in, /*same_layout_ok=*/true)
+                          : self.is_contiguous() && !aliased(in, /*same_layout_ok=*/false);
+  if (result == self.dtype() && direct) {
+    kernel(in, out, attrs);  // out[0] is self
+    return;
+  }
+  std::vector<Tensor> tmp{empty(self.sym_sizes(), TensorOptions(result).device(self.device()))};
+  kernel(in, tmp, attrs);
+  Tensor dst = self;
+  dst.copy_(tmp[0]);
+}
+
+KernelFn inplace_kernel(const OpDef* base, const std::string* name, KernelFn kernel,
+                        InplaceKind kind) {
+  return [base, name, kernel, kind](const std::vector<Tensor>& in, std::vector<Tensor>& out,
+                                    const Attrs& attrs) {
+    as_inplace(*base, *name, [&] { run_inplace(*base, kernel, kind, in, out, attrs); });
   };
 }
 
@@ -106,6 +129,57 @@ SampleFn inplace_samples(const OpDef* base) {
   };
 }
 
+// The out-of-place entry's error samples (raised in the in-place entry's name; those its kernel
+// raises only where the result fits self), plus one sample per check of inplace_meta: self with
+// elements stored twice, and the entry's samples whose result does not fit self in shape or
+// dtype.
+ErrorSampleFn inplace_error_samples(const OpDef* base) {
+  return [base] {
+    std::vector<OpErrorSample> out;
+    auto fits = [&](const std::vector<Tensor>& in, const Attrs& attrs) {
+      const TensorSpec spec = base->meta_(in, attrs).at(0);
+      return SymIntArrayRef(spec.sizes) == in[0].sizes() && can_cast(spec.dtype, in[0].dtype());
+    };
+    if (base->error_samples_) {
+      for (OpErrorSample& s : base->error_samples_())
+        if (s.in_meta || fits(s.inputs, s.attrs)) out.push_back(std::move(s));
+    }
+    bool overlap = false, shape = false, cast = false;
+    const std::vector<ScalarType> dtypes =
+        base->dtypes_.empty() ? std::vector<ScalarType>{kFloat64} : base->dtypes_;
+    for (ScalarType dt : dtypes) {
+      for (OpSample& s : base->samples_(dt)) {
+        const Tensor self = s.inputs.at(0);
+        if (!self.defined() || self.impl()->is_wrapped_number() || has_internal_overlap(self))
+          continue;
+        const TensorSpec spec = base->meta_(s.inputs, s.attrs).at(0);
+        if (!(SymIntArrayRef(spec.sizes) == self.sizes())) {
+          if (!std::exchange(shape, true))
+            out.push_back(
+                {s.inputs, s.attrs,
+                 detail::str_cat("output with shape ", self.sizes(),
+                                 " doesn't match the broadcast shape ", SymIntArrayRef(spec.sizes)),
+                 "result larger than self: " + s.desc});
+        } else if (!can_cast(spec.dtype, self.dtype())) {
+          if (!std::exchange(cast, true))
+            out.push_back(
+                {s.inputs, s.attrs,
+                 detail::str_cat("result type ", spec.dtype,
+                                 " can't be cast to the desired output type ", self.dtype()),
+                 "result of another dtype: " + s.desc});
+        } else if (self.dim() > 0 && self.size(0) > 1 && !std::exchange(overlap, true)) {
+          OpErrorSample o{s.inputs, s.attrs, "", "self with elements stored twice: " + s.desc};
+          o.inputs[0] = self.select(0, 0).unsqueeze(0).expand(self.sym_sizes());
+          o.expected = detail::str_cat("(size ", o.inputs[0].sizes(), ", stride ",
+                                       o.inputs[0].strides(), ")");
+          out.push_back(std::move(o));
+        }
+      }
+    }
+    return out;
+  };
+}
+
 void derive_inplace(const OpDef& base, InplaceKind kind) {
   OpDef& d = register_op(base.name + "_");
   const std::string* name = &d.name;  // OpDefs live as long as the registry
@@ -113,12 +187,13 @@ void derive_inplace(const OpDef& base, InplaceKind kind) {
       .meta(inplace_meta(&base, name))
       .backward(base.backward_)
       .samples(inplace_samples(&base))
+      .error_samples(inplace_error_samples(&base))
       .reference(base.reference_)
       .dtypes(base.dtypes_)
       .lowering("inplace:" + base.name)
       .inplace();
   for (int dev = 0; dev < kNumDeviceTypes; ++dev)
-    if (base.kernels[dev]) d.kernels[dev] = inplace_kernel(&base, base.kernels[dev], kind);
+    if (base.kernels[dev]) d.kernels[dev] = inplace_kernel(&base, name, base.kernels[dev], kind);
   d.saves_inputs = base.saves_inputs;
   d.saves_outputs = base.saves_outputs;
   d.atol = base.atol;

@@ -2,7 +2,8 @@
 // In-place entries ("add_", "scatter_", ...) derived from their out-of-place entries: same
 // kernel, backward and reference; a meta function that checks the result fits the tensor written
 // to (shape, a dtype it can be cast to, no element stored twice); the out-of-place samples that
-// fit. Autograd sees `.inplace()` and version-checks.
+// fit, and error samples for those checks and the out-of-place entry's (raised in the in-place
+// entry's name). Autograd sees `.inplace()` and version-checks.
 #include <initializer_list>
 
 namespace kiln {

@@ -31,7 +31,8 @@ SymShape leading(const Tensor& t, int64_t drop) {
 
 Tensor mv(const Tensor& self, const Tensor& vec) {
   KILN_CHECK(self.dim() == 2 && vec.dim() == 1, "mv: expected a matrix and a vector, but got ",
-             self.dim(), "-D and ", vec.dim(), "-D tensors");
+             self.dim(), "-D and ", vec.dim(), "-D tensors of shapes ", self.sizes(), " and ",
+             vec.sizes());
   linalg::check_inner_dims("mv", self, self.size(1), vec, vec.size(0));
   return mm(self, vec.reshape({vec.size(0), 1})).view({self.size(0)});
 }
@@ -40,7 +41,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t da = a.dim(), db = b.dim();
   KILN_CHECK(da >= 1 && db >= 1,
              "matmul: both arguments to matmul need to be at least 1D, but they are ", da, "D and ",
-             db, "D");
+             db, "D (shapes ", a.sizes(), " and ", b.sizes(), ")");
   const SymInt k = a.size(-1);
   linalg::check_inner_dims("matmul", a, k, b, b.size(db >= 2 ? -2 : -1));
   if (da == 1 && db == 1) return dot(a, b);
@@ -76,7 +77,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   KILN_CHECK(weight.dim() == 1 || weight.dim() == 2,
              "linear: weight must be 1-D or 2-D, but got a tensor of shape ", weight.sizes());
-  KILN_CHECK(input.dim() >= 1, "linear: input must have at least one dimension");
+  KILN_CHECK(input.dim() >= 1, "linear: input must have at least one dimension, got shape ",
+             input.sizes());
   const SymInt in_features = weight.size(-1);
   KILN_CHECK(input.size(-1) == in_features, "linear: input of shape ", input.sizes(),
              " and weight of shape ", weight.sizes(), " do not match: input's last dim ",

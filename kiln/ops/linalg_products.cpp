@@ -150,6 +150,68 @@ Tensor reference_add_product(const std::vector<Tensor>& in, const Attrs& attrs) 
   return r;
 }
 
+// The operand checks of the products over `batch` matrices (0: mm); add: addmm/baddbmm, whose
+// operands follow self and whose attributes are beta and alpha.
+std::vector<OpErrorSample> product_error_samples(int64_t batch, bool add) {
+  using samples::make;
+  using V = std::vector<int64_t>;
+  auto shape = [batch](V rc) {
+    if (batch > 0) rc.insert(rc.begin(), batch);
+    return rc;
+  };
+  const char* na = add ? (batch ? "batch1" : "mat1") : "self";
+  const char* nb = add ? (batch ? "batch2" : "mat2") : "mat2";
+  const Tensor self = make(shape({2, 5}), kFloat32);
+  const Attrs ones{Scalar(1), Scalar(1)}, none;
+  auto in = [&](Tensor a, Tensor b) {
+    return add ? std::vector<Tensor>{self, std::move(a), std::move(b)}
+               : std::vector<Tensor>{std::move(a), std::move(b)};
+  };
+  const Attrs& a = add ? ones : none;
+  const Tensor x = make(shape({2, 3}), kFloat32), y = make(shape({3, 5}), kFloat32);
+  const std::string rank = batch ? "3-D" : "2-D";
+  std::vector<OpErrorSample> s = {
+      {in(make({2, 3, 4, 4}, kFloat32), y), a,
+       detail::str_cat("expected ", na, " to be a ", rank,
+                       " tensor, but got a 4-D tensor of shape "
+                       "[2, 3, 4, 4]"),
+       "first operand's rank"},
+      {in(x, make({3}, kFloat32)), a,
+       detail::str_cat("expected ", nb, " to be a ", rank,
+                       " tensor, but got a 1-D tensor of shape [3]"),
+       "second operand's rank"},
+      {in(x, y.to(kFloat64)), a,
+       detail::str_cat("expected ", na, " and ", nb,
+                       " to have the same dtype, but got float32 and float64"),
+       "dtypes"},
+      {in(x.to(kBool), y.to(kBool)), a, "not supported for dtype bool", "bool"},
+      {in(x, make(shape({4, 5}), kFloat32)), a,
+       batch ? "cannot multiply [2, 2, 3] by [2, 4, 5]: 3 != 4"
+             : "cannot multiply [2, 3] by [4, 5]: 3 != 4",
+       "inner sizes"},
+  };
+  if (batch)
+    s.push_back({in(x, make({3, 3, 5}, kFloat32)), a,
+                 "must have the same number of batches, but got 2 and 3", "batches"});
+  if (add) {
+    s.push_back({{self.to(kFloat64), x, y},
+                 a,
+                 detail::str_cat("expected self and ", na,
+                                 " to have the same dtype, but got float64 and float32"),
+                 "self's dtype"});
+    s.push_back({{make({3}, kFloat32), x, y},
+                 a,
+                 batch ? "self of shape [3] cannot be broadcast to the product's shape [2, 2, 5]"
+                       : "self of shape [3] cannot be broadcast to the product's shape [2, 5]",
+                 "self's shape"});
+    s.push_back({{self.to(kInt64), x.to(kInt64), y.to(kInt64)},
+                 {Scalar(1), Scalar(0.5)},
+                 "argument alpha must not be a floating point number (got 0.5)",
+                 "fractional alpha for integers"});
+  }
+  return s;
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(mm)
@@ -158,6 +220,7 @@ KILN_REGISTER_OP(mm)
     .cpu(product_kernel)
     .backward(product_backward)
     .samples([](ScalarType dt) { return product_samples(dt, 0); })
+    .error_samples([] { return product_error_samples(0, false); })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       return std::vector<Tensor>{linalg::reference_matmul(in[0], in[1])};
     })
@@ -170,6 +233,7 @@ KILN_REGISTER_OP(bmm)
     .cpu(product_kernel)
     .backward(product_backward)
     .samples([](ScalarType dt) { return product_samples(dt, 2); })
+    .error_samples([] { return product_error_samples(2, false); })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       return std::vector<Tensor>{linalg::reference_matmul(in[0], in[1])};
     })
@@ -183,6 +247,7 @@ KILN_REGISTER_OP(addmm)
     .cpu(add_product_kernel)
     .backward(add_product_backward)
     .samples([](ScalarType dt) { return add_product_samples(dt, 0); })
+    .error_samples([] { return product_error_samples(0, true); })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       return std::vector<Tensor>{reference_add_product(in, a)};
     })
@@ -197,6 +262,7 @@ KILN_REGISTER_OP(baddbmm)
     .cpu(add_product_kernel)
     .backward(add_product_backward)
     .samples([](ScalarType dt) { return add_product_samples(dt, 2); })
+    .error_samples([] { return product_error_samples(2, true); })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       return std::vector<Tensor>{reference_add_product(in, a)};
     })

@@ -14,7 +14,7 @@ const std::vector<ScalarType> kVectorDtypes = {kFloat64, kFloat32, kBFloat16, kI
 std::vector<TensorSpec> dot_meta(const std::vector<Tensor>& in, const Attrs&) {
   const Tensor &a = in[0], &b = in[1];
   KILN_CHECK(a.dim() == 1 && b.dim() == 1, "dot: 1D tensors expected, but got ", a.dim(), "D and ",
-             b.dim(), "D tensors");
+             b.dim(), "D tensors of shapes ", a.sizes(), " and ", b.sizes());
   linalg::check_same_dtype("dot", "self", a, "other", b);
   KILN_CHECK(a.dtype() != kBool, "dot: not supported for dtype bool");
   KILN_CHECK(a.size(0) == b.size(0), "dot: inconsistent tensor size, expected tensor ", a.sizes(),
@@ -31,8 +31,10 @@ void dot_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const A
 
 std::vector<TensorSpec> outer_meta(const std::vector<Tensor>& in, const Attrs&) {
   const Tensor &a = in[0], &b = in[1];
-  KILN_CHECK(a.dim() == 1, "outer: expected 1-D argument self, but got ", a.dim(), "-D");
-  KILN_CHECK(b.dim() == 1, "outer: expected 1-D argument vec2, but got ", b.dim(), "-D");
+  KILN_CHECK(a.dim() == 1, "outer: expected 1-D argument self, but got a ", a.dim(),
+             "-D tensor of shape ", a.sizes());
+  KILN_CHECK(b.dim() == 1, "outer: expected 1-D argument vec2, but got a ", b.dim(),
+             "-D tensor of shape ", b.sizes());
   return {meta::spec({a.size(0), b.size(0)}, meta::result_type(in), a.device())};
 }
 
@@ -109,6 +111,25 @@ KILN_REGISTER_OP(dot)
                                  c.needs_grad(1) ? c.grad() * c.input(0) : Tensor()};
     })
     .samples([](ScalarType dt) { return vector_samples(dt, false); })
+    .error_samples([] {
+      const Tensor v = samples::make({3}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{samples::make({2, 3}, kFloat32), v},
+           {},
+           "but got 2D and 1D tensors of shapes [2, 3] and [3]",
+           "matrix"},
+          {{v, v.to(kFloat64)},
+           {},
+           "expected self and other to have the same dtype, but got "
+           "float32 and float64",
+           "dtypes"},
+          {{v.to(kBool), v.to(kBool)}, {}, "not supported for dtype bool", "bool"},
+          {{v, samples::make({4}, kFloat32)},
+           {},
+           "expected tensor [3] and src [4] to have the same number of elements, but got 3 and 4",
+           "sizes"},
+      };
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       return std::vector<Tensor>{reference_vectors(in[0], in[1], false)};
     })
@@ -121,6 +142,13 @@ KILN_REGISTER_OP(outer)
     .cpu(outer_kernel)
     .backward(outer_backward)
     .samples([](ScalarType dt) { return vector_samples(dt, true); })
+    .error_samples([] {
+      const Tensor v = samples::make({3}, kFloat32), m = samples::make({2, 3}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{m, v}, {}, "expected 1-D argument self, but got a 2-D tensor of shape [2, 3]", "self"},
+          {{v, m}, {}, "expected 1-D argument vec2, but got a 2-D tensor of shape [2, 3]", "vec2"},
+      };
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       return std::vector<Tensor>{reference_vectors(in[0], in[1], true)};
     })

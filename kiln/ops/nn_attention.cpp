@@ -44,7 +44,7 @@ Tensor expand_heads(const Tensor& kv, const Tensor& q) {
 }
 
 std::vector<TensorSpec> sdpa_meta(const std::vector<Tensor>& in, const Attrs& a) {
-  const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3];
+  const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3], &noise = in[4];
   const char* op = "scaled_dot_product_attention";
   KILN_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(), op,
              ": expected query, key and value of the same rank >= 2, got ", q.sizes(), ", ",
@@ -74,14 +74,17 @@ std::vector<TensorSpec> sdpa_meta(const std::vector<Tensor>& in, const Attrs& a)
   SymShape probs = q.sym_sizes();
   probs.back() = k.size(-2);
   if (mask.defined()) {
-    KILN_CHECK(!a.b(0),
-               "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-               "is_causal=True");
+    KILN_CHECK(!a.b(0), op,
+               ": Explicit attn_mask should not be set when is_causal=True (got a mask of shape ",
+               mask.sizes(), ")");
     KILN_CHECK(mask.dtype() == kBool || mask.dtype() == q.dtype(), op,
                ": expected a bool mask or a mask of the query's dtype ", q.dtype(), ", got ",
                mask.dtype());
     meta::broadcast_shapes(op, {mask.sym_sizes(), probs});
   }
+  KILN_CHECK(!noise.defined() || noise.sizes() == SymIntArrayRef(probs), op,
+             ": expected dropout_noise of the attention's shape ", SymIntArrayRef(probs), ", got ",
+             noise.sizes());
   SymShape out = q.sym_sizes();
   out.back() = v.size(-1);
   return {meta::spec(out, q.dtype(), q.device()), meta::spec(probs, q.dtype(), q.device())};
@@ -233,6 +236,54 @@ std::vector<Tensor> sdpa_reference(const std::vector<Tensor>& in, const Attrs& a
   return {nn_util::from_doubles(out, out_shape),
           nn_util::from_doubles(probs, SymIntArrayRef(probs_shape).vec())};
 }
+std::vector<OpErrorSample> sdpa_error_samples() {
+  auto t = [](std::vector<int64_t> s, ScalarType dt = kFloat32) {
+    return samples::make(std::move(s), dt);
+  };
+  const std::monostate none;
+  const Attrs plain{false, none, false}, causal{true, none, false}, gqa{false, none, true};
+  const Tensor q = t({2, 3, 4}), k = t({2, 5, 4}), v = t({2, 5, 4}), no;
+  return {
+      {{t({3}), k, v, no, no},
+       plain,
+       "same rank >= 2, got [3], [2, 5, 4] and [2, 5, 4]",
+       "query of rank 1"},
+      {{q, t({2, 5, 4}, kFloat64), v, no, no},
+       plain,
+       "same floating dtype, got float32, float64 and float32",
+       "key's dtype"},
+      {{q.to(kInt64), k.to(kInt64), v.to(kInt64), no, no},
+       plain,
+       "same floating dtype, got int64, int64 and int64",
+       "integers"},
+      {{q, t({2, 5, 3}), v, no, no}, plain, "same embedding size, got 4 and 3", "embedding"},
+      {{q, k, t({2, 6, 4}), no, no}, plain, "same sequence length, got 5 and 6", "sequence"},
+      {{t({1, 3, 3, 2}), t({1, 2, 5, 2}), t({1, 2, 5, 2}), no, no},
+       gqa,
+       "the number of query heads (3) must be a multiple of the number of key/value heads (2)",
+       "grouped-query heads"},
+      {{q, t({3, 5, 4}), t({3, 5, 4}), no, no},
+       plain,
+       "must agree in their batch dims, got [2, 3, 4], [3, 5, 4] and [3, 5, 4]",
+       "batch"},
+      {{q, k, v, t({3, 5}), no},
+       causal,
+       "Explicit attn_mask should not be set when is_causal=True (got a mask of shape [3, 5])",
+       "mask and causal"},
+      {{q, k, v, t({3, 5}, kInt64), no},
+       plain,
+       "expected a bool mask or a mask of the query's dtype float32, got int64",
+       "mask dtype"},
+      {{q, k, v, t({4, 5}), no},
+       plain,
+       "shapes [4, 5] and [2, 3, 5] cannot be broadcast together",
+       "mask shape"},
+      {{q, k, v, no, t({2, 3, 4})},
+       plain,
+       "expected dropout_noise of the attention's shape [2, 3, 5], got [2, 3, 4]",
+       "noise shape"},
+  };
+}
 
 }  // namespace
 
@@ -246,6 +297,7 @@ KILN_REGISTER_OP(scaled_dot_product_attention)
     .save_outputs(true)
     .backward(sdpa_backward)
     .samples(sdpa_samples)
+    .error_samples(sdpa_error_samples)
     .reference(sdpa_reference)
     .dtypes(nn_util::kNNDtypes)
     .lowering("extern:scaled_dot_product_attention");

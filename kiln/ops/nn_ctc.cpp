@@ -42,34 +42,34 @@ struct Batch {
   }
 };
 
-void check_shapes(const std::vector<Tensor>& in) {
+// The inputs' shapes and dtypes and the blank label; `op`: ctc_loss or ctc_loss_backward.
+void check_shapes(const char* op, const std::vector<Tensor>& in, int64_t blank) {
   const Tensor &lp = in[0], &tg = in[1], &il = in[2], &tl = in[3];
-  KILN_CHECK(lp.dim() == 3, "ctc_loss: expected log_probs of shape (T, N, C), got ", lp.sizes());
-  KILN_CHECK(lp.is_floating_point(), "ctc_loss: expected floating point log_probs, got ",
-             lp.dtype());
+  KILN_CHECK(lp.dim() == 3, op, ": expected log_probs of shape (T, N, C), got ", lp.sizes());
+  KILN_CHECK(lp.is_floating_point(), op, ": expected floating point log_probs, got ", lp.dtype());
   for (const Tensor* t : {&tg, &il, &tl}) {
-    KILN_CHECK(!is_floating_point(t->dtype()) && t->dtype() != kBool,
-               "ctc_loss: expected integer targets and lengths, got ", t->dtype());
+    KILN_CHECK(!is_floating_point(t->dtype()) && t->dtype() != kBool, op,
+               ": expected integer targets and lengths, got ", t->dtype());
   }
-  const SymInt n = lp.size(1);
-  KILN_CHECK(il.dim() == 1 && il.size(0) == n,
-             "ctc_loss: input_lengths must be of size batch_size ", n, ", got ", il.sizes());
-  KILN_CHECK(tl.dim() == 1 && tl.size(0) == n,
-             "ctc_loss: target_lengths must be of size batch_size ", n, ", got ", tl.sizes());
-  KILN_CHECK(tg.dim() == 1 || (tg.dim() == 2 && tg.size(0) == n),
-             "ctc_loss: expected targets of shape (N, S) or 1-D concatenated targets, got ",
-             tg.sizes(), " for batch size ", n);
+  const SymInt n = lp.size(1), classes = lp.size(2);
+  KILN_CHECK(blank >= 0 && blank < classes, op, ": blank must be in label range [0, ", classes,
+             "), got ", blank);
+  KILN_CHECK(il.dim() == 1 && il.size(0) == n, op, ": input_lengths must be of size batch_size ", n,
+             ", got ", il.sizes());
+  KILN_CHECK(tl.dim() == 1 && tl.size(0) == n, op, ": target_lengths must be of size batch_size ",
+             n, ", got ", tl.sizes());
+  KILN_CHECK(tg.dim() == 1 || (tg.dim() == 2 && tg.size(0) == n), op,
+             ": expected targets of shape (N, S) or 1-D concatenated targets, got ", tg.sizes(),
+             " for batch size ", n);
 }
 
-Batch read_batch(const std::vector<Tensor>& in, int64_t blank) {
-  check_shapes(in);
+Batch read_batch(const char* op, const std::vector<Tensor>& in, int64_t blank) {
+  check_shapes(op, in, blank);
   Batch b;
   b.T = in[0].size(0).guard_int();
   b.N = in[0].size(1).guard_int();
   b.C = in[0].size(2).guard_int();
   b.blank = blank;
-  KILN_CHECK(blank >= 0 && blank < b.C, "ctc_loss: blank must be in label range [0, ", b.C,
-             "), got ", blank);
   b.lp = nn_util::to_doubles(in[0]);
   const std::vector<int64_t> targets = nn_util::to_ints(in[1]);
   b.input_length = nn_util::to_ints(in[2]);
@@ -79,23 +79,23 @@ Batch read_batch(const std::vector<Tensor>& in, int64_t blank) {
   int64_t offset = 0;
   for (int64_t n = 0; n < b.N; ++n) {
     const int64_t il = b.input_length[n], tl = target_length[n];
-    KILN_CHECK(il >= 0 && il <= b.T, "ctc_loss: Expected input_lengths to have value at most ", b.T,
+    KILN_CHECK(il >= 0 && il <= b.T, op, ": Expected input_lengths to have value at most ", b.T,
                ", but got value ", il, " (while checking arguments for ctc_loss_cpu)");
-    KILN_CHECK(tl >= 0, "ctc_loss: target_lengths must be non-negative, got ", tl);
+    KILN_CHECK(tl >= 0, op, ": target_lengths must be non-negative, got ", tl);
     if (padded) {
-      KILN_CHECK(tl <= row, "ctc_loss: Expected tensor to have size at least ", tl,
+      KILN_CHECK(tl <= row, op, ": Expected tensor to have size at least ", tl,
                  " at dimension 1, but got size ", row,
                  " for argument #2 'targets' (while checking arguments for ctc_loss_cpu)");
       offset = n * row;
     } else {
-      KILN_CHECK(offset + tl <= static_cast<int64_t>(targets.size()), "ctc_loss: the ",
+      KILN_CHECK(offset + tl <= static_cast<int64_t>(targets.size()), op, ": the ",
                  "target_lengths add up to more than the ", targets.size(),
                  " concatenated targets");
     }
     std::vector<int64_t> t(targets.begin() + offset, targets.begin() + offset + tl);
     for (int64_t label : t) {
-      KILN_CHECK(label >= 0 && label < b.C, "ctc_loss: target ", label, " is out of bounds for ",
-                 b.C, " classes");
+      KILN_CHECK(label >= 0 && label < b.C, op, ": target ", label, " is out of bounds for ", b.C,
+                 " classes");
     }
     b.target.push_back(std::move(t));
     if (!padded) offset += tl;
@@ -155,7 +155,7 @@ double negative_log_likelihood(const Batch& b, int64_t n, const std::vector<doub
 }
 
 void ctc_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-  const Batch b = read_batch(in, a.i(0));
+  const Batch b = read_batch("ctc_loss", in, a.i(0));
   const bool zero_infinity = a.b(1);
   std::vector<double> nll(static_cast<size_t>(b.N));
   cpu::parallel_for(0, b.N, 1, [&](int64_t begin, int64_t end) {
@@ -171,7 +171,7 @@ void ctc_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const A
 // for t < input_length, 0 beyond (PyTorch's formula: it folds in the log_softmax that produces
 // log_probs). Inputs: grad_out, then ctc_loss's inputs.
 void ctc_backward_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-  const Batch b = read_batch({in[1], in[2], in[3], in[4]}, a.i(0));
+  const Batch b = read_batch("ctc_loss_backward", {in[1], in[2], in[3], in[4]}, a.i(0));
   const bool zero_infinity = a.b(1);
   const std::vector<double> grad_out = nn_util::to_doubles(in[0]);
   std::vector<double> g(b.lp.size(), 0.0);
@@ -234,7 +234,7 @@ Enumerated enumerate_paths(const Batch& b, int64_t n) {
 }
 
 std::vector<Tensor> ctc_reference(const std::vector<Tensor>& in, const Attrs& a) {
-  const Batch b = read_batch(in, a.i(0));
+  const Batch b = read_batch("ctc_loss", in, a.i(0));
   std::vector<double> nll;
   for (int64_t n = 0; n < b.N; ++n) {
     const double v = -std::log(enumerate_paths(b, n).total);
@@ -244,7 +244,7 @@ std::vector<Tensor> ctc_reference(const std::vector<Tensor>& in, const Attrs& a)
 }
 
 std::vector<Tensor> ctc_backward_reference(const std::vector<Tensor>& in, const Attrs& a) {
-  const Batch b = read_batch({in[1], in[2], in[3], in[4]}, a.i(0));
+  const Batch b = read_batch("ctc_loss_backward", {in[1], in[2], in[3], in[4]}, a.i(0));
   const std::vector<double> grad_out = nn_util::to_doubles(in[0]);
   std::vector<double> g(b.lp.size(), 0.0);
   for (int64_t n = 0; n < b.N; ++n) {
@@ -302,8 +302,55 @@ std::vector<OpSample> ctc_backward_samples(ScalarType dt) {
   return s;
 }
 
-std::vector<TensorSpec> ctc_meta(const std::vector<Tensor>& in, const Attrs&) {
-  check_shapes(in);
+// ctc_loss's argument errors; backward: with a gradient first, for ctc_loss_backward.
+std::vector<OpErrorSample> ctc_error_samples(bool backward) {
+  using V = std::vector<int64_t>;
+  auto ints = [](V v, V shape) { return tensor(v).view(SymIntList(shape)); };
+  const Tensor lp = samples::make({4, 2, 3}, kFloat32), tg = ints({1, 2, 1, 1}, {2, 2});
+  const Tensor il = ints({4, 4}, {2}), tl = ints({2, 2}, {2});
+  auto in = [&](Tensor a, Tensor b, Tensor c, Tensor d) {
+    std::vector<Tensor> v{std::move(a), std::move(b), std::move(c), std::move(d)};
+    if (backward) v.insert(v.begin(), samples::make({2}, kFloat32));
+    return v;
+  };
+  const Attrs a{int64_t{0}, false};
+  const bool kernel = false;  // in_meta: the kernel reads the lengths and targets
+  return {
+      {in(samples::make({4, 3}, kFloat32), tg, il, tl), a,
+       "expected log_probs of shape (T, N, C), got [4, 3]", "log_probs of rank 2"},
+      {in(lp.to(kInt64), tg, il, tl), a, "expected floating point log_probs, got int64",
+       "integer log_probs"},
+      {in(lp, tg.to(kFloat32), il, tl), a, "expected integer targets and lengths, got float32",
+       "float targets"},
+      {in(lp, tg, il, tl),
+       {int64_t{3}, false},
+       "blank must be in label range [0, 3), got 3",
+       "blank"},
+      {in(lp, tg, ints({4, 4, 4}, {3}), tl), a,
+       "input_lengths must be of size batch_size 2, got [3]", "input_lengths"},
+      {in(lp, tg, il, ints({2}, {1})), a, "target_lengths must be of size batch_size 2, got [1]",
+       "target_lengths"},
+      {in(lp, ints({1, 2, 1, 1, 1, 1}, {3, 2}), il, tl), a,
+       "expected targets of shape (N, S) or 1-D concatenated targets, got [3, 2] for batch size 2",
+       "targets"},
+      {in(lp, tg, ints({4, 5}, {2}), tl), a,
+       "Expected input_lengths to have value at most 4, but got value 5", "input length > T",
+       kernel},
+      {in(lp, tg, il, ints({2, -1}, {2})), a, "target_lengths must be non-negative, got -1",
+       "negative target length", kernel},
+      {in(lp, tg, il, ints({2, 3}, {2})), a,
+       "Expected tensor to have size at least 3 at dimension 1, but got size 2",
+       "target length > row", kernel},
+      {in(lp, ints({1, 2, 1}, {3}), il, tl), a,
+       "the target_lengths add up to more than the 3 concatenated targets",
+       "concatenated targets too short", kernel},
+      {in(lp, ints({1, 3, 1, 1}, {2, 2}), il, tl), a, "target 3 is out of bounds for 3 classes",
+       "label out of range", kernel},
+  };
+}
+
+std::vector<TensorSpec> ctc_meta(const std::vector<Tensor>& in, const Attrs& a) {
+  check_shapes("ctc_loss", in, a.i(0));
   return {meta::spec({in[0].size(1)}, in[0].dtype(), in[0].device())};
 }
 
@@ -324,6 +371,7 @@ KILN_REGISTER_OP(ctc_loss)
       return g;
     })
     .samples(ctc_samples)
+    .error_samples([] { return ctc_error_samples(false); })
     .reference(ctc_reference)
     .dtypes({kFloat64, kFloat32})
     .lowering("extern:ctc_loss");
@@ -332,14 +380,23 @@ KILN_REGISTER_OP(ctc_loss_backward)
     .schema(
         "ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, Tensor input_lengths, "
         "Tensor target_lengths, int blank, bool zero_infinity) -> Tensor")
-    .meta([](const std::vector<Tensor>& in, const Attrs&) {
-      check_shapes({in[1], in[2], in[3], in[4]});
+    .meta([](const std::vector<Tensor>& in, const Attrs& a) {
+      check_shapes("ctc_loss_backward", {in[1], in[2], in[3], in[4]}, a.i(0));
       KILN_CHECK(in[0].dim() == 1 && in[0].size(0) == in[1].size(1),
                  "ctc_loss_backward: expected a gradient of shape (N), got ", in[0].sizes());
       return meta::one_spec(in[1].sym_sizes(), in[1].dtype(), in[1].device());
     })
     .cpu(ctc_backward_kernel)
     .samples(ctc_backward_samples)
+    .error_samples([] {
+      auto s = ctc_error_samples(true);
+      s.push_back({{samples::make({3}, kFloat32), samples::make({4, 2, 3}, kFloat32),
+                    tensor({1, 2}), tensor({4, 4}), tensor({1, 1})},
+                   {int64_t{0}, false},
+                   "expected a gradient of shape (N), got [3]",
+                   "gradient"});
+      return s;
+    })
     .reference(ctc_backward_reference)
     .dtypes({kFloat64, kFloat32})
     .lowering("extern:ctc_loss_backward");

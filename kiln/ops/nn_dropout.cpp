@@ -30,10 +30,11 @@ SymShape noise_shape(const Tensor& x, int64_t mode) {
 std::vector<TensorSpec> dropout_meta(const std::vector<Tensor>& in, const Attrs& a) {
   const Tensor& x = in[0];
   const double p = a.f(0);
-  KILN_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
-  KILN_CHECK(x.is_floating_point(), "dropout: expected a floating point input, got ", x.dtype());
-  KILN_CHECK(!is_feature(a.i(1)) || x.dim() >= 2,
-             "feature_dropout: expected an input with at least 2 dims (N, C, *), got ", x.sizes());
+  const char* op = "native_dropout";
+  KILN_CHECK(p >= 0 && p <= 1, op, ": dropout probability has to be between 0 and 1, but got ", p);
+  KILN_CHECK(x.is_floating_point(), op, ": expected a floating point input, got ", x.dtype());
+  KILN_CHECK(!is_feature(a.i(1)) || x.dim() >= 2, op,
+             ": feature dropout expects an input with at least 2 dims (N, C, *), got ", x.sizes());
   return {meta::spec(x.sym_sizes(), x.dtype(), x.device()),
           meta::spec(noise_shape(x, a.i(1)), x.dtype(), x.device())};
 }
@@ -89,10 +90,12 @@ std::vector<OpSample> dropout_samples(ScalarType dt) {
 
 Tensor run_dropout(const Tensor& input, double p, bool train, Mode mode, Generator* gen) {
   static const OpDef& op = get_op("native_dropout");
-  if (!train || p == 0) {
-    KILN_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
-    return input;
-  }
+  static const char* const names[] = {"dropout", "feature_dropout", "alpha_dropout",
+                                      "feature_alpha_dropout"};
+  const char* name = names[mode];
+  KILN_CHECK(p >= 0 && p <= 1, name, ": dropout probability has to be between 0 and 1, but got ",
+             p);
+  if (!train || p == 0) return input;
   return call_op(op, {input}, {p, int64_t{mode}, gen})[0];
 }
 
@@ -111,6 +114,21 @@ KILN_REGISTER_OP(native_dropout)
       return std::vector<Tensor>{c.grad(0) * c.output(1)};
     })
     .samples(dropout_samples)
+    .error_samples([] {
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      const std::monostate none;
+      return std::vector<OpErrorSample>{
+          {{x}, {1.5, int64_t{kPlain}, none}, "between 0 and 1, but got 1.5", "p > 1"},
+          {{x.to(kInt64)},
+           {0.5, int64_t{kPlain}, none},
+           "floating point input, got int64",
+           "integers"},
+          {{samples::make({3}, kFloat32)},
+           {0.5, int64_t{kFeature}, none},
+           "at least 2 dims (N, C, *), got [3]",
+           "feature dropout of a vector"},
+      };
+    })
     .dtypes(nn_util::kNNDtypes)
     .lowering("extern:native_dropout");
 

@@ -61,6 +61,19 @@ std::vector<OpSample> embedding_samples(ScalarType dt) {
   };
 }
 
+// The checks of the indices; `before` the indices, `after` them: the op's other arguments.
+std::vector<OpErrorSample> indices_error_samples(const Tensor& before, int64_t rows,
+                                                 const Attrs& a) {
+  return {
+      {{before, tensor({0., 1.})}, a, "types: Long, Int; but got float32 instead", "float indices"},
+      {{before, tensor(std::vector<int64_t>{1, rows})},
+       a,
+       detail::str_cat("index ", rows, " is out of range for ", rows, " embeddings"),
+       "index out of range",
+       /*in_meta=*/false},
+  };
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(embedding)
@@ -72,7 +85,9 @@ KILN_REGISTER_OP(embedding)
       check_indices("embedding", in[1]);
       KILN_CHECK(w.dim() == 2, "embedding: 'weight' must be 2-D, got a tensor of shape ",
                  w.sizes());
-      KILN_CHECK(!a.b(2), "embedding: sparse gradients are not supported; pass sparse=false");
+      KILN_CHECK(!a.b(2),
+                 "embedding: sparse gradients are not supported; pass sparse=false (got "
+                 "sparse=true)");
       SymShape shape = in[1].sym_sizes();
       shape.push_back(w.size(1));
       return meta::one_spec(shape, w.dtype(), w.device());
@@ -94,6 +109,19 @@ KILN_REGISTER_OP(embedding)
                                  Tensor()};
     })
     .samples(embedding_samples)
+    .error_samples([] {
+      const Attrs a{int64_t{-1}, false, false};
+      auto s = indices_error_samples(samples::make({6, 3}, kFloat32), 6, a);
+      s.push_back({{samples::make({6}, kFloat32), tensor({1}, kInt64)},
+                   a,
+                   "'weight' must be 2-D, got a tensor of shape [6]",
+                   "weight of rank 1"});
+      s.push_back({{samples::make({6, 3}, kFloat32), tensor({1}, kInt64)},
+                   {int64_t{-1}, false, true},
+                   "sparse gradients are not supported",
+                   "sparse"});
+      return s;
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       const std::vector<double> w = nn_util::to_doubles(in[0]);
       const std::vector<int64_t> idx = nn_util::to_ints(in[1]);
@@ -118,7 +146,8 @@ KILN_REGISTER_OP(embedding_backward)
       check_indices("embedding_backward", in[1]);
       const Tensor& g = in[0];
       KILN_CHECK(g.dim() == in[1].dim() + 1,
-                 "embedding_backward: grad must have one more dim than indices");
+                 "embedding_backward: grad must have one more dim than indices, got grad of shape ",
+                 g.sizes(), " and indices of shape ", in[1].sizes());
       return meta::one_spec({SymInt(a.i(0)), g.size(-1)}, g.dtype(), g.device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
@@ -153,6 +182,15 @@ KILN_REGISTER_OP(embedding_backward)
         g = g / embedding(counts, idx);
       }
       return std::vector<Tensor>{g, Tensor()};
+    })
+    .error_samples([] {
+      const Attrs a{int64_t{6}, int64_t{-1}, false};
+      auto s = indices_error_samples(samples::make({2, 3}, kFloat32), 6, a);
+      s.push_back({{samples::make({3}, kFloat32), tensor({1, 2}, kInt64)},
+                   a,
+                   "one more dim than indices, got grad of shape [3] and indices of shape [2]",
+                   "grad of the indices' rank"});
+      return s;
     })
     .samples([](ScalarType dt) {
       std::vector<OpSample> out;
@@ -191,7 +229,8 @@ KILN_REGISTER_OP(embedding_renorm_)
         "Tensor(a!)")
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
       check_indices("embedding_renorm_", in[1]);
-      KILN_CHECK(in[0].dim() == 2, "embedding_renorm_: 'weight' must be 2-D, got ", in[0].sizes());
+      KILN_CHECK(in[0].dim() == 2,
+                 "embedding_renorm_: 'weight' must be 2-D, got a tensor of shape ", in[0].sizes());
       TensorSpec s = meta::spec(in[0].sym_sizes(), in[0].dtype(), in[0].device());
       s.inplace_of = 0;
       return std::vector<TensorSpec>{s};
@@ -211,6 +250,15 @@ KILN_REGISTER_OP(embedding_renorm_)
       }
     })
     .inplace()
+    .error_samples([] {
+      const Attrs a{1.0, 2.0};
+      auto s = indices_error_samples(samples::make({6, 3}, kFloat32), 6, a);
+      s.push_back({{samples::make({6}, kFloat32), tensor({1}, kInt64)},
+                   a,
+                   "'weight' must be 2-D, got a tensor of shape [6]",
+                   "weight of rank 1"});
+      return s;
+    })
     .samples([](ScalarType dt) {
       return std::vector<OpSample>{
           {{samples::make({5, 3}, dt), tensor(std::vector<int64_t>{0, 2, 2, 4})},

@@ -28,14 +28,14 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
-  KILN_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
+  KILN_CHECK(beta >= 0, "smooth_l1_loss: does not support negative values for beta, got ", beta);
   if (beta == 0) return l1_loss(input, target, reduction);
   const Tensor d = (input - target).abs();
   return apply_reduction(where(d < beta, d.square() * (0.5 / beta), d - 0.5 * beta), reduction);
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
-  KILN_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+  KILN_CHECK(delta > 0, "huber_loss: does not support non-positive values for delta, got ", delta);
   const Tensor d = (input - target).abs();
   return apply_reduction(where(d < delta, d.square() * 0.5, (d - 0.5 * delta) * delta), reduction);
 }
@@ -46,7 +46,9 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   {
     NoGradGuard no_grad;
     KILN_CHECK(!((input < 0) | (input > 1)).any().item<bool>(),
-               "binary_cross_entropy: all elements of input should be between 0 and 1");
+               "binary_cross_entropy: all elements of input should be between 0 and 1, got values "
+               "in [",
+               input.min().item<double>(), ", ", input.max().item<double>(), "]");
   }
   Tensor loss = -(target * clamped_log(input) + (1 - target) * clamped_log(1 - input));
   if (weight.defined()) loss = loss * weight;

@@ -20,7 +20,7 @@ std::vector<TensorSpec> nll_meta(const std::vector<Tensor>& in, const Attrs& a) 
   KILN_CHECK(x.is_floating_point(), "nll_loss: expected a floating point input, got ", x.dtype());
   KILN_CHECK(t.dtype() == kInt64 || t.dtype() == kInt32 || t.dtype() == kUInt8,
              "nll_loss: expected an integer target (class indices), got ", t.dtype());
-  KILN_CHECK(x.dim() >= 1, "nll_loss: input must have at least 1 dim (C)");
+  KILN_CHECK(x.dim() >= 1, "nll_loss: input must have at least 1 dim (C), got shape ", x.sizes());
   SymShape expected = x.sym_sizes();
   if (x.dim() == 1) {
     expected.clear();
@@ -31,10 +31,10 @@ std::vector<TensorSpec> nll_meta(const std::vector<Tensor>& in, const Attrs& a) 
              SymIntArrayRef(expected), " for input of shape ", x.sizes(), ", got ", t.sizes());
   const SymInt c = x.size(x.dim() == 1 ? 0 : 1);
   KILN_CHECK(!w.defined() || (w.dim() == 1 && w.size(0) == c),
-             "weight tensor should be defined either for all ", c,
+             "nll_loss: weight tensor should be defined either for all ", c,
              " classes or no classes but got weight tensor of shape: ",
              w.defined() ? w.sizes() : SymIntArrayRef());
-  const Reduction r = reduction_of(a.i(0));
+  const Reduction r = reduction_of("nll_loss", a.i(0));
   SymShape out = r == Reduction::None ? t.sym_sizes() : SymShape{};
   return {meta::spec(out, x.dtype(), x.device()), meta::spec({}, x.dtype(), x.device())};
 }
@@ -47,7 +47,7 @@ void nll_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const A
   const int64_t inner = n * c == 0 ? 0 : x.numel().guard_int() / (n * c);
   const std::vector<double> w =
       in[2].defined() ? nn_util::to_doubles(in[2]) : std::vector<double>(c, 1.0);
-  const Reduction r = reduction_of(a.i(0));
+  const Reduction r = reduction_of("nll_loss", a.i(0));
   const int64_t ignore = a.i(1);
   std::vector<double> per(target.size(), 0.0);
   double total = 0, weight_sum = 0;
@@ -96,7 +96,7 @@ Tensor class_weight(const Tensor& w, const Tensor& x) {
 
 std::vector<Tensor> nll_backward(const BackwardContext& c) {
   const Tensor &x = c.input(0), &w = c.input(2);
-  const Reduction r = reduction_of(c.attrs.i(0));
+  const Reduction r = reduction_of("nll_loss", c.attrs.i(0));
   const int64_t class_dim = x.dim() == 1 ? 0 : 1;
   const Tensor onehot = target_one_hot(x, c.input(1), c.attrs.i(1));
   const Tensor w_b = class_weight(w, x);
@@ -162,7 +162,7 @@ std::vector<Tensor> nll_reference(const std::vector<Tensor>& in, const Attrs& a)
     total += per[k];
     wsum += w;
   }
-  const Reduction r = reduction_of(a.i(0));
+  const Reduction r = reduction_of("nll_loss", a.i(0));
   Tensor loss = r == Reduction::None
                     ? nn_util::from_doubles(per, nn_util::concrete_sizes(in[1]))
                     : nn_util::from_doubles({r == Reduction::Sum ? total : total / wsum}, {});
@@ -189,6 +189,42 @@ KILN_REGISTER_OP(nll_loss)
     .save_outputs(true)
     .backward(nll_backward)
     .samples(nll_samples)
+    .error_samples([] {
+      const Tensor x = samples::make({3, 4}, kFloat32), t = tensor({0, 3, 1}, kInt64);
+      const Attrs a{int64_t{1}, int64_t{-100}};
+      return std::vector<OpErrorSample>{
+          {{x.to(kInt64), t, Tensor()},
+           a,
+           "expected a floating point input, got int64",
+           "integer input"},
+          {{x, t.to(kFloat32), Tensor()},
+           a,
+           "expected an integer target (class indices), got "
+           "float32",
+           "float target"},
+          {{samples::make({}, kFloat32), tensor(0, kInt64), Tensor()},
+           a,
+           "input must have at least 1 dim (C), got shape []",
+           "0-dim input"},
+          {{x, tensor({0, 1}, kInt64), Tensor()},
+           a,
+           "expected target of shape [3] for input of shape [3, 4], got [2]",
+           "target's shape"},
+          {{x, t, samples::make({3}, kFloat32)},
+           a,
+           "defined either for all 4 classes or no classes but got weight tensor of shape: [3]",
+           "weight's shape"},
+          {{x, t, Tensor()},
+           {int64_t{5}, int64_t{-100}},
+           "reduction 5 is not one of none (0), mean (1), sum (2)",
+           "reduction"},
+          {{x, tensor({0, 4, 1}, kInt64), Tensor()},
+           a,
+           "Target 4 is out of bounds for 4 classes",
+           "target out of range",
+           /*in_meta=*/false},
+      };
+    })
     .reference(nll_reference)
     .dtypes(nn_util::kNNDtypes)
     .lowering("extern:nll_loss");
@@ -201,8 +237,9 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                      Reduction reduction, int64_t ignore_index, double label_smoothing) {
   KILN_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
-             "label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
-  KILN_CHECK(input.dim() >= 1, "cross_entropy: input must have at least 1 dim (C)");
+             "cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
+  KILN_CHECK(input.dim() >= 1, "cross_entropy: input must have at least 1 dim (C), got shape ",
+             input.sizes());
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   const int64_t c = input.size(class_dim).guard_int();
   const Tensor logp = input.log_softmax(class_dim);

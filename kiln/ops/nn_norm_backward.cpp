@@ -179,6 +179,38 @@ ReferenceFn backward_reference(Slots s) {
   };
 }
 
+std::vector<OpErrorSample> backward_error_samples(Slots s) {
+  using samples::make;
+  // grad_out, input, [mean,] rstd, weight
+  auto in = [s](Tensor gy, Tensor x, Tensor stat, Tensor w) {
+    std::vector<Tensor> v{std::move(gy), std::move(x), stat};
+    if (s.centered) v.push_back(stat);
+    v.push_back(std::move(w));
+    return v;
+  };
+  const Tensor x = make({3, 4}, kFloat32), stat = make({3, 1}, kFloat32);
+  const Attrs ns{std::vector<int64_t>{4}};
+  return {
+      {in(make({4}, kFloat32), make({4}, kFloat32), stat, Tensor()),
+       {std::vector<int64_t>{3, 4}},
+       "expected input of rank at least 2 (normalized_shape [3, 4]), "
+       "got [4]",
+       "input of rank 1"},
+      {in(x.to(kInt64), x.to(kInt64), stat, Tensor()), ns,
+       "expected a floating point input, got int64", "integers"},
+      {in(make({3, 5}, kFloat32), x, stat, Tensor()), ns,
+       "grad_out of shape [3, 5] does not match input of shape [3, 4]", "grad_out's shape"},
+      {in(x, x, stat, Tensor()),
+       {std::vector<int64_t>{5}},
+       "input of shape [3, 4] does not end with normalized_shape [5]",
+       "normalized_shape"},
+      {in(x, x, make({2}, kFloat32), Tensor()), ns,
+       "expected statistics with one value per row (3), got shape [2]", "statistics"},
+      {in(x, x, stat, make({5}, kFloat32)), ns, "expected weight of shape [4], got [5]",
+       "weight's shape"},
+  };
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(layer_norm_backward)
@@ -194,6 +226,7 @@ KILN_REGISTER_OP(layer_norm_backward)
     })
     .backward([](const BackwardContext& c) { return backward_of_backward({true}, c); })
     .samples([](ScalarType dt) { return backward_samples({true}, dt); })
+    .error_samples([] { return backward_error_samples({true}); })
     .reference(backward_reference({true}))
     .dtypes(nn_util::kNNDtypes)
     .lowering("extern:layer_norm_backward");
@@ -210,6 +243,7 @@ KILN_REGISTER_OP(rms_norm_backward)
     })
     .backward([](const BackwardContext& c) { return backward_of_backward({false}, c); })
     .samples([](ScalarType dt) { return backward_samples({false}, dt); })
+    .error_samples([] { return backward_error_samples({false}); })
     .reference(backward_reference({false}))
     .dtypes(nn_util::kNNDtypes)
     .lowering("extern:rms_norm_backward");

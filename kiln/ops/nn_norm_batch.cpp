@@ -43,7 +43,8 @@ std::vector<TensorSpec> batch_norm_meta(const std::vector<Tensor>& in, const Att
   if (a.b(0)) {
     SymInt per_channel = x.numel() / (c == 0 ? SymInt(1) : c);
     KILN_CHECK(per_channel != 1 || x.numel() == 0,
-               "Expected more than 1 value per channel when training, got input size ", x.sizes());
+               "batch_norm: Expected more than 1 value per channel when training, got input size ",
+               x.sizes());
   } else {
     KILN_CHECK(in[3].defined() && in[4].defined(),
                "batch_norm: running_mean and running_var must be defined in evaluation mode");
@@ -194,8 +195,8 @@ std::vector<TensorSpec> group_norm_meta(const std::vector<Tensor>& in, const Att
   KILN_CHECK(x.is_floating_point(), "group_norm: expected a floating point input, got ", x.dtype());
   const int64_t g = a.i(0);
   KILN_CHECK(g > 0 && x.size(1) % g == 0,
-             "Expected number of channels in input to be divisible by num_groups, but got input "
-             "of shape ",
+             "group_norm: Expected number of channels in input to be divisible by num_groups, but "
+             "got input of shape ",
              x.sizes(), " and num_groups=", g);
   check_channel_param("group_norm", "weight", in[1], x.size(1));
   check_channel_param("group_norm", "bias", in[2], x.size(1));
@@ -288,6 +289,66 @@ std::vector<Tensor> group_norm_reference(const std::vector<Tensor>& in, const At
   return {nn_util::from_doubles(y, shape)};
 }
 
+std::vector<OpErrorSample> batch_norm_error_samples() {
+  using samples::make;
+  const Tensor x = make({2, 3, 4}, kFloat32), c = make({3}, kFloat32), no;
+  const Attrs train{true, 0.1, 1e-5}, eval{false, 0.1, 1e-5};
+  return {
+      {{make({3}, kFloat32), no, no, no, no},
+       train,
+       "expected an input of shape (N, C, *), got [3]",
+       "vector"},
+      {{x.to(kInt64), no, no, no, no},
+       train,
+       "expected a floating point input, got int64",
+       "integers"},
+      {{x, make({4}, kFloat32), no, no, no},
+       train,
+       "expected weight of shape [3], got [4]",
+       "weight"},
+      {{x, c, make({3, 1}, kFloat32), no, no},
+       train,
+       "expected bias of shape [3], got [3, 1]",
+       "bias"},
+      {{x, c, c, make({2}, kFloat32), c},
+       eval,
+       "expected running_mean of shape [3], got [2]",
+       "running_mean"},
+      {{x, c, c, c, make({2}, kFloat32)},
+       eval,
+       "expected running_var of shape [3], got [2]",
+       "running_var"},
+      {{make({1, 3}, kFloat32), no, no, no, no},
+       train,
+       "Expected more than 1 value per channel when training, got input size [1, 3]",
+       "one value per channel"},
+      {{x, no, no, c, no},
+       eval,
+       "running_mean and running_var must be defined in evaluation mode",
+       "evaluation without running_var"},
+  };
+}
+
+std::vector<OpErrorSample> group_norm_error_samples() {
+  using samples::make;
+  const Tensor x = make({2, 6, 4}, kFloat32), no;
+  const Attrs two{int64_t{2}, 1e-5};
+  return {
+      {{make({6}, kFloat32), no, no},
+       two,
+       "expected an input of shape (N, C, *), got [6]",
+       "vector"},
+      {{x.to(kInt64), no, no}, two, "expected a floating point input, got int64", "integers"},
+      {{x, no, no},
+       {int64_t{4}, 1e-5},
+       "but got input of shape [2, 6, 4] and num_groups=4",
+       "groups that do not divide the channels"},
+      {{x, no, no}, {int64_t{0}, 1e-5}, "and num_groups=0", "no groups"},
+      {{x, make({3}, kFloat32), no}, two, "expected weight of shape [6], got [3]", "weight"},
+      {{x, no, make({3}, kFloat32)}, two, "expected bias of shape [6], got [3]", "bias"},
+  };
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(batch_norm)
@@ -300,6 +361,7 @@ KILN_REGISTER_OP(batch_norm)
     .save_outputs(true)
     .backward(batch_norm_backward)
     .samples(batch_norm_samples)
+    .error_samples(batch_norm_error_samples)
     .reference(batch_norm_reference)
     .dtypes(nn_util::kNNDtypes)
     .lowering("extern:batch_norm");
@@ -313,6 +375,7 @@ KILN_REGISTER_OP(group_norm)
     .save_outputs(true)
     .backward(group_norm_backward)
     .samples(group_norm_samples)
+    .error_samples(group_norm_error_samples)
     .reference(group_norm_reference)
     .dtypes(nn_util::kNNDtypes)
     .lowering("extern:group_norm");
@@ -337,7 +400,8 @@ Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bi
   KILN_CHECK(input.dim() >= 2, "instance_norm: expected an input of shape (N, C, *), got ",
              input.sizes());
   KILN_CHECK(use_input_stats || (running_mean.defined() && running_var.defined()),
-             "Expected running_mean and running_var to be defined when use_input_stats is false");
+             "instance_norm: Expected running_mean and running_var to be defined when "
+             "use_input_stats is false");
   const SymInt n = input.size(0), c = input.size(1);
   SymShape shape = input.sym_sizes();
   shape[0] = 1;

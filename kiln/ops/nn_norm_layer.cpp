@@ -21,12 +21,14 @@ ScalarType stat_dtype(ScalarType t) { return t == kFloat64 ? kFloat64 : kFloat32
 int64_t check_normalized(const char* op, const Tensor& x, const std::vector<int64_t>& ns,
                          const Tensor& w, const Tensor& b) {
   const int64_t k = static_cast<int64_t>(ns.size());
-  KILN_CHECK(k >= 1, op, ": normalized_shape must have at least one dimension");
+  KILN_CHECK(k >= 1, op, ": normalized_shape must have at least one dimension, got ",
+             IntArrayRef(ns));
   KILN_CHECK(x.is_floating_point(), op, ": expected a floating point input, got ", x.dtype());
   bool ok = x.dim() >= k;
   for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == ns[i];
-  KILN_CHECK(ok, "Given normalized_shape=", IntArrayRef(ns), ", expected input with shape [*, ",
-             IntArrayRef(ns), "], but got input of size", x.sizes());
+  KILN_CHECK(ok, op, ": Given normalized_shape=", IntArrayRef(ns),
+             ", expected an input whose last dims are ", IntArrayRef(ns),
+             ", but got input of size ", x.sizes());
   for (const Tensor* p : {&w, &b}) {
     if (!p->defined()) continue;
     KILN_CHECK(p->sizes() == ns, op, ": expected weight and bias of shape ", IntArrayRef(ns),
@@ -147,6 +149,29 @@ ReferenceFn row_norm_reference(bool centered) {
   };
 }
 
+// layer_norm's inputs are input, weight, bias; rms_norm's input, weight.
+std::vector<OpErrorSample> row_norm_error_samples(bool centered) {
+  auto in = [centered](Tensor x, Tensor w) {
+    std::vector<Tensor> v{std::move(x), std::move(w)};
+    if (centered) v.emplace_back();
+    return v;
+  };
+  auto ns = [](std::vector<int64_t> s) { return Attrs{std::move(s), 1e-5}; };
+  const Tensor x = samples::make({3, 4}, kFloat32);
+  return {
+      {in(x, Tensor()), ns({}), "normalized_shape must have at least one dimension, got []",
+       "empty normalized_shape"},
+      {in(x.to(kInt64), Tensor()), ns({4}), "expected a floating point input, got int64",
+       "integers"},
+      {in(x, Tensor()), ns({5}),
+       "Given normalized_shape=[5], expected an input whose last dims are [5], but got input of "
+       "size [3, 4]",
+       "input that does not end with normalized_shape"},
+      {in(x, samples::make({5}, kFloat32)), ns({4}),
+       "expected weight and bias of shape [4], got [5]", "weight's shape"},
+  };
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(layer_norm)
@@ -162,6 +187,7 @@ KILN_REGISTER_OP(layer_norm)
     .save_outputs(true)
     .backward([](const BackwardContext& c) { return row_norm_backward(c, true); })
     .samples([](ScalarType dt) { return row_norm_samples(dt, true); })
+    .error_samples([] { return row_norm_error_samples(true); })
     .reference(row_norm_reference(true))
     .dtypes(nn_util::kNNDtypes)
     .lowering("extern:layer_norm");
@@ -179,6 +205,7 @@ KILN_REGISTER_OP(rms_norm)
     .save_outputs(true)
     .backward([](const BackwardContext& c) { return row_norm_backward(c, false); })
     .samples([](ScalarType dt) { return row_norm_samples(dt, false); })
+    .error_samples([] { return row_norm_error_samples(false); })
     .reference(row_norm_reference(false))
     .dtypes(nn_util::kNNDtypes)
     .lowering("extern:rms_norm");

@@ -35,8 +35,8 @@ std::vector<int64_t> concrete_sizes(const Tensor& t) {
 
 int64_t reduction_attr(Reduction r) { return static_cast<int64_t>(r); }
 
-Reduction reduction_of(int64_t v) {
-  KILN_CHECK(v >= 0 && v <= 2, "loss: reduction ", v, " is not one of none (0), mean (1), sum (2)");
+Reduction reduction_of(const char* op, int64_t v) {
+  KILN_CHECK(v >= 0 && v <= 2, op, ": reduction ", v, " is not one of none (0), mean (1), sum (2)");
   return static_cast<Reduction>(v);
 }
 

@@ -18,7 +18,7 @@ std::vector<int64_t> concrete_sizes(const Tensor& t);
 
 // Reduction as an op attribute and back.
 int64_t reduction_attr(Reduction r);
-Reduction reduction_of(int64_t v);
+Reduction reduction_of(const char* op, int64_t v);
 // Mean, sum or the tensor itself.
 Tensor apply_reduction(const Tensor& loss, Reduction r);
 const char* reduction_name(Reduction r);

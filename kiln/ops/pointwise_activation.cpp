@@ -40,10 +40,10 @@ Tensor elu_grad(const Tensor& grad, const Tensor& x, double alpha, double scale,
   return where(x > 0, grad * scale, negative);
 }
 
-const std::string& gelu_mode(const Attrs& a) {
+const std::string& gelu_mode(const Attrs& a, const char* op = "gelu") {
   const std::string& m = a.str(0);
-  KILN_CHECK(m == "none" || m == "tanh",
-             "gelu: approximate argument must be either none or tanh (got '", m, "')");
+  KILN_CHECK(m == "none" || m == "tanh", op,
+             ": approximate argument must be either none or tanh (got '", m, "')");
   return m;
 }
 
@@ -99,6 +99,7 @@ KILN_REGISTER_OP(relu)
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference(reference([](double x) { return x > 0 ? x : 0.0; }))
     .dtypes(pointwise::kNumeric)
+    .error_samples(pointwise::errors(1, kBool))
     .lowering("pointwise:kiln::scalar::Relu");
 
 KILN_REGISTER_OP(threshold_backward)
@@ -118,6 +119,7 @@ KILN_REGISTER_OP(threshold_backward)
       return v[1] > a.scalar(0).to_double() ? v[0] : 0;
     }))
     .dtypes(pointwise::kNumeric)
+    .error_samples(pointwise::errors(2, kBool, {Scalar(0)}))
     .lowering("pointwise:kiln::scalar::ThresholdBackward");
 
 KILN_REGISTER_OP(relu6)
@@ -133,6 +135,7 @@ KILN_REGISTER_OP(relu6)
     .samples([](ScalarType dt) { return samples::unary(dt, -3, 9); })
     .reference(reference([](double x) { return std::min(std::max(x, 0.0), 6.0); }))
     .dtypes(pointwise::kNumeric)
+    .error_samples(pointwise::errors(1, kBool))
     .lowering("pointwise:kiln::scalar::Hardtanh");
 
 KILN_REGISTER_OP(hardtanh)
@@ -152,6 +155,7 @@ KILN_REGISTER_OP(hardtanh)
       return std::min(std::max(v[0], a.f(0)), a.f(1));
     }))
     .dtypes(pointwise::kNumeric)
+    .error_samples(pointwise::errors(1, kBool, {Scalar(-1), Scalar(1)}))
     .lowering("pointwise:kiln::scalar::Hardtanh");
 
 KILN_REGISTER_OP(leaky_relu)
@@ -171,6 +175,7 @@ KILN_REGISTER_OP(leaky_relu)
       return v[0] > 0 ? v[0] : v[0] * a.f(0);
     }))
     .dtypes(pointwise::kFloating)
+    .error_samples(pointwise::errors(1, kInt64, {Scalar(0.01)}))
     .lowering("pointwise:kiln::scalar::LeakyRelu");
 
 KILN_REGISTER_OP(elu)
@@ -192,6 +197,7 @@ KILN_REGISTER_OP(elu)
       return x > 0 ? a.f(1) * x : a.f(1) * a.f(0) * (std::exp(x * a.f(2)) - 1);
     }))
     .dtypes(pointwise::kFloating)
+    .error_samples(pointwise::errors(1, kInt64, {Scalar(1), Scalar(1), Scalar(1)}))
     .lowering("pointwise:kiln::scalar::Elu");
 
 KILN_REGISTER_OP(selu)
@@ -211,11 +217,15 @@ KILN_REGISTER_OP(selu)
       return x > 0 ? scale * x : scale * alpha * (std::exp(x) - 1);
     }))
     .dtypes(pointwise::kFloating)
+    .error_samples(pointwise::errors(1, kInt64))
     .lowering("pointwise:kiln::scalar::Elu");
 
 KILN_REGISTER_OP(gelu)
     .schema("gelu(Tensor self, str approximate='none') -> Tensor")
-    .meta(meta::unary)
+    .meta([](const std::vector<Tensor>& in, const Attrs& a) {
+      gelu_mode(a);
+      return meta::unary(in, a);
+    })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       if (gelu_mode(a) == "tanh") {
         pointwise::run<1, Dtypes::HotFloating>("gelu", out[0].dtype(), in, out[0],
@@ -237,13 +247,24 @@ KILN_REGISTER_OP(gelu)
       return 0.5 * x * (1 + std::tanh(inner));
     }))
     .dtypes(pointwise::kFloating)
+    .error_samples([] {
+      auto s = pointwise::errors(1, kInt64, {std::string("none")})();
+      s.push_back({{samples::make({3}, kFloat32)},
+                   {std::string("erf")},
+                   "approximate argument must be either none or tanh (got 'erf')",
+                   "approximate"});
+      return s;
+    })
     .lowering("pointwise:kiln::scalar::Gelu");
 
 KILN_REGISTER_OP(gelu_backward)
     .schema("gelu_backward(Tensor grad_output, Tensor self, str approximate='none') -> Tensor")
-    .meta(meta::broadcast("gelu_backward", meta::ResultKind::Float))
+    .meta([](const std::vector<Tensor>& in, const Attrs& a) {
+      gelu_mode(a, "gelu_backward");
+      return meta::broadcast("gelu_backward", meta::ResultKind::Float)(in, a);
+    })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-      if (gelu_mode(a) == "tanh") {
+      if (gelu_mode(a, "gelu_backward") == "tanh") {
         pointwise::run<2, Dtypes::HotFloating>("gelu_backward", out[0].dtype(), in, out[0],
                                                scalar::GeluTanhBackward{});
       } else {
@@ -274,6 +295,15 @@ KILN_REGISTER_OP(gelu_backward)
       return v[0] * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * beta * (1 + 3 * kappa * x * x));
     }))
     .dtypes(pointwise::kFloating)
+    .error_samples([] {
+      auto s = pointwise::errors(2, ScalarType::Undefined, {std::string("none")})();
+      const Tensor x = samples::make({3}, kFloat32);
+      s.push_back({{x, x},
+                   {std::string("erf")},
+                   "approximate argument must be either none or tanh (got 'erf')",
+                   "approximate"});
+      return s;
+    })
     .lowering("pointwise:kiln::scalar::GeluBackward");
 
 KILN_POINTWISE_ENTRY unary_float_op<scalar::Silu, Dtypes::HotFloating>("silu", "Silu", -4, 4)
@@ -315,6 +345,7 @@ KILN_REGISTER_OP(softplus)
       return x * beta > a.f(1) ? x : std::log(1 + std::exp(beta * x)) / beta;
     }))
     .dtypes(pointwise::kFloating)
+    .error_samples(pointwise::errors(1, kInt64, {Scalar(1), Scalar(20)}))
     .lowering("pointwise:kiln::scalar::Softplus");
 
 KILN_POINTWISE_ENTRY unary_float_op<scalar::Hardsigmoid>("hardsigmoid", "Hardsigmoid", -5, 5)

@@ -51,7 +51,7 @@ std::optional<std::string> rounding_mode(const Attrs& a) {
   if (a.is_none(0)) return std::nullopt;
   const std::string& m = a.str(0);
   KILN_CHECK(m == "trunc" || m == "floor",
-             "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", m,
+             "div: expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", m,
              "'");
   return m;
 }
@@ -106,6 +106,7 @@ KILN_REGISTER_OP(add)
       return v[0] + a.scalar(0).to_double() * v[1];
     }))
     .dtypes(pointwise::kAll)
+    .error_samples(pointwise::errors(2, ScalarType::Undefined, {Scalar(1)}))
     .lowering("pointwise:kiln::scalar::Add");
 
 KILN_REGISTER_OP(sub)
@@ -120,6 +121,14 @@ KILN_REGISTER_OP(sub)
       return v[0] - a.scalar(0).to_double() * v[1];
     }))
     .dtypes(pointwise::kNumeric)
+    .error_samples([] {
+      auto s = pointwise::errors(2, ScalarType::Undefined, {Scalar(1)})();
+      s.push_back({{ones({2}, kBool), ones({2}, kBool)},
+                   {Scalar(1)},
+                   "Subtraction, the `-` operator, with two bool tensors is not supported",
+                   "bool operands"});
+      return s;
+    })
     .lowering("pointwise:kiln::scalar::Sub");
 
 KILN_REGISTER_OP(mul)
@@ -133,6 +142,7 @@ KILN_REGISTER_OP(mul)
     .samples([](ScalarType dt) { return binary_samples(dt); })
     .reference(pointwise::reference([](double a, double b) { return a * b; }))
     .dtypes(pointwise::kAll)
+    .error_samples(pointwise::errors(2, ScalarType::Undefined))
     .lowering("pointwise:kiln::scalar::Mul");
 
 KILN_REGISTER_OP(div)
@@ -167,6 +177,22 @@ KILN_REGISTER_OP(div)
       return a.str(0) == "trunc" ? std::trunc(q) : std::floor(q);
     }))
     .dtypes(pointwise::kNumeric)
+    .error_samples([] {
+      auto s = pointwise::errors(2, ScalarType::Undefined, {std::monostate{}})();
+      const Tensor x = samples::make({3}, kFloat32);
+      s.push_back(
+          {{x, x},
+           {std::string("round")},
+           "expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'",
+           "rounding mode"});
+      s.push_back(pointwise::dtype_error(2, kBool, {std::string("trunc")}));
+      s.push_back({{tensor({4, 2}, kInt64), tensor({2, 0}, kInt64)},
+                   {std::string("floor")},
+                   "ZeroDivisionError",
+                   "integer division by zero",
+                   /*in_meta=*/false});
+      return s;
+    })
     .lowering("pointwise:kiln::scalar::Div");
 
 KILN_REGISTER_OP(neg)
@@ -177,6 +203,7 @@ KILN_REGISTER_OP(neg)
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference(pointwise::reference([](double a) { return -a; }))
     .dtypes(pointwise::kNumeric)
+    .error_samples(pointwise::errors(1, kBool))
     .lowering("pointwise:kiln::scalar::Neg");
 
 KILN_REGISTER_OP(abs)
@@ -187,6 +214,7 @@ KILN_REGISTER_OP(abs)
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference(pointwise::reference([](double a) { return std::fabs(a); }))
     .dtypes(pointwise::kNumeric)
+    .error_samples(pointwise::errors(1, kBool))
     .lowering("pointwise:kiln::scalar::Abs");
 
 KILN_REGISTER_OP(sign)
@@ -209,6 +237,7 @@ KILN_REGISTER_OP(square)
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference(pointwise::reference([](double a) { return a * a; }))
     .dtypes(pointwise::kNumeric)
+    .error_samples(pointwise::errors(1, kBool))
     .lowering("pointwise:kiln::scalar::Square");
 
 KILN_REGISTER_OP(pow)
@@ -247,6 +276,15 @@ KILN_REGISTER_OP(pow)
     .samples(pow_samples)
     .reference(pointwise::reference([](double a, double b) { return std::pow(a, b); }))
     .dtypes(pointwise::kNumeric)
+    .error_samples([] {
+      auto s = pointwise::errors(2, kBool)();
+      s.push_back({{tensor({2, 3}, kInt64), wrapped_scalar(-2)},
+                   {},
+                   "Integers to negative integer powers are not allowed",
+                   "integer to a negative power",
+                   /*in_meta=*/false});
+      return s;
+    })
     .lowering("pointwise:kiln::scalar::Pow");
 
 KILN_REGISTER_OP(fmod)
@@ -265,6 +303,15 @@ KILN_REGISTER_OP(fmod)
     .samples([](ScalarType dt) { return pointwise::nonzero_input(binary_samples(dt), 1); })
     .reference(pointwise::reference([](double a, double b) { return std::fmod(a, b); }))
     .dtypes(pointwise::kNumeric)
+    .error_samples([] {
+      auto s = pointwise::errors(2, kBool)();
+      s.push_back({{tensor({4, 2}, kInt64), tensor({2, 0}, kInt64)},
+                   {},
+                   "ZeroDivisionError",
+                   "integer division by zero",
+                   /*in_meta=*/false});
+      return s;
+    })
     .lowering("pointwise:kiln::scalar::Fmod");
 
 KILN_REGISTER_OP(remainder)
@@ -283,6 +330,15 @@ KILN_REGISTER_OP(remainder)
     .samples([](ScalarType dt) { return pointwise::nonzero_input(binary_samples(dt), 1); })
     .reference(pointwise::reference([](double a, double b) { return a - b * std::floor(a / b); }))
     .dtypes(pointwise::kNumeric)
+    .error_samples([] {
+      auto s = pointwise::errors(2, kBool)();
+      s.push_back({{tensor({4, 2}, kInt64), tensor({2, 0}, kInt64)},
+                   {},
+                   "ZeroDivisionError",
+                   "integer division by zero",
+                   /*in_meta=*/false});
+      return s;
+    })
     .lowering("pointwise:kiln::scalar::Remainder");
 
 KILN_REGISTER_OP(maximum)
@@ -297,6 +353,7 @@ KILN_REGISTER_OP(maximum)
     .samples([](ScalarType dt) { return binary_samples(dt); })
     .reference(pointwise::reference([](double a, double b) { return a > b ? a : b; }))
     .dtypes(pointwise::kAll)
+    .error_samples(pointwise::errors(2, ScalarType::Undefined))
     .lowering("pointwise:kiln::scalar::Maximum");
 
 KILN_REGISTER_OP(minimum)
@@ -311,6 +368,7 @@ KILN_REGISTER_OP(minimum)
     .samples([](ScalarType dt) { return binary_samples(dt); })
     .reference(pointwise::reference([](double a, double b) { return a < b ? a : b; }))
     .dtypes(pointwise::kAll)
+    .error_samples(pointwise::errors(2, ScalarType::Undefined))
     .lowering("pointwise:kiln::scalar::Minimum");
 
 namespace {

@@ -89,6 +89,7 @@ KernelFn classify_kernel(const char* op, bool on_integers) {
       .samples(comparison_samples)                                                            \
       .reference(pointwise::reference([](double a, double b) { return (expr) ? 1.0 : 0.0; })) \
       .dtypes(pointwise::kAll)                                                                \
+      .error_samples(pointwise::errors(2, ScalarType::Undefined))                             \
       .lowering("pointwise:kiln::scalar::" #Functor);
 KILN_COMPARISON_OP(eq, Eq, a == b)
 KILN_COMPARISON_OP(ne, Ne, a != b)
@@ -98,17 +99,18 @@ KILN_COMPARISON_OP(gt, Gt, a > b)
 KILN_COMPARISON_OP(ge, Ge, a >= b)
 #undef KILN_COMPARISON_OP
 
-#define KILN_LOGICAL_OP(name, Functor, expr)                   \
-  KILN_REGISTER_OP(name)                                       \
-      .schema(#name "(Tensor self, Tensor other) -> Tensor")   \
-      .meta(meta::broadcast(#name, meta::ResultKind::Bool))    \
-      .cpu(logical_kernel<scalar::Functor, 2>(#name))          \
-      .samples(logical_samples)                                \
-      .reference(pointwise::reference([](double x, double y) { \
-        const bool a = x != 0, b = y != 0;                     \
-        return (expr) ? 1.0 : 0.0;                             \
-      }))                                                      \
-      .dtypes(pointwise::kAll)                                 \
+#define KILN_LOGICAL_OP(name, Functor, expr)                      \
+  KILN_REGISTER_OP(name)                                          \
+      .schema(#name "(Tensor self, Tensor other) -> Tensor")      \
+      .meta(meta::broadcast(#name, meta::ResultKind::Bool))       \
+      .cpu(logical_kernel<scalar::Functor, 2>(#name))             \
+      .samples(logical_samples)                                   \
+      .reference(pointwise::reference([](double x, double y) {    \
+        const bool a = x != 0, b = y != 0;                        \
+        return (expr) ? 1.0 : 0.0;                                \
+      }))                                                         \
+      .dtypes(pointwise::kAll)                                    \
+      .error_samples(pointwise::errors(2, ScalarType::Undefined)) \
       .lowering("pointwise:kiln::scalar::" #Functor);
 KILN_LOGICAL_OP(logical_and, LogicalAnd, a&& b)
 KILN_LOGICAL_OP(logical_or, LogicalOr, a || b)
@@ -139,6 +141,7 @@ KILN_REGISTER_OP(logical_not)
         return static_cast<double>(static_cast<int64_t>(x) op static_cast<int64_t>(y)); \
       }))                                                                               \
       .dtypes(pointwise::kIntegral)                                                     \
+      .error_samples(pointwise::errors(2, kFloat32))                                    \
       .lowering("pointwise:kiln::scalar::" #Functor);
 KILN_BITWISE_OP(bitwise_and, BitwiseAnd, &)
 KILN_BITWISE_OP(bitwise_or, BitwiseOr, |)
@@ -157,6 +160,7 @@ KILN_REGISTER_OP(bitwise_not)
           [](double x) { return static_cast<double>(~static_cast<int64_t>(x)); })(in, a);
     })
     .dtypes(pointwise::kIntegral)
+    .error_samples(pointwise::errors(1, kFloat32))
     .lowering("pointwise:kiln::scalar::BitwiseNot");
 
 #define KILN_CLASSIFY_OP(name, Functor, fn, on_integers)                                \

@@ -142,6 +142,7 @@ KILN_REGISTER_OP(atan2)
     .samples([](ScalarType dt) { return pointwise::binary_samples(dt); })
     .reference(reference([](double y, double x) { return std::atan2(y, x); }))
     .dtypes(pointwise::kFloatingAndInt)
+    .error_samples(pointwise::errors(2, ScalarType::Undefined))
     .lowering("pointwise:kiln::scalar::Atan2");
 
 KILN_POINTWISE_ENTRY unary_float_op<scalar::Sinh>("sinh", "Sinh", -3, 3)
@@ -203,8 +204,8 @@ KILN_REGISTER_OP(round)
       const int64_t decimals = a.i(0);
       const ScalarType dt = out[0].dtype();
       if (!is_floating_point(dt)) {
-        KILN_CHECK(decimals == 0, "round: decimals is only supported for floating dtypes, not ",
-                   dt);
+        KILN_CHECK(decimals == 0, "round: decimals is only supported for floating dtypes, not ", dt,
+                   " (got decimals=", decimals, ")");
         return cpu::copy(out[0], in[0]);
       }
       if (decimals == 0) {
@@ -222,6 +223,14 @@ KILN_REGISTER_OP(round)
       return d < 0 ? round_half_even(v[0] / scale) * scale : round_half_even(v[0] * scale) / scale;
     }))
     .dtypes(pointwise::kNumeric)
+    .error_samples([] {
+      return std::vector<OpErrorSample>{{{tensor({1, 2}, kInt64)},
+                                         {int64_t{2}},
+                                         "decimals is only supported for floating dtypes, not "
+                                         "int64 (got decimals=2)",
+                                         "integers with decimals",
+                                         /*in_meta=*/false}};
+    })
     .lowering("pointwise:kiln::scalar::Round");
 
 KILN_REGISTER_OP(frac)
@@ -232,6 +241,7 @@ KILN_REGISTER_OP(frac)
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference(reference([](double x) { return x - std::trunc(x); }))
     .dtypes(pointwise::kFloating)
+    .error_samples(pointwise::errors(1, kInt64))
     .lowering("pointwise:kiln::scalar::Frac");
 
 namespace {

@@ -48,7 +48,7 @@ Scalar number(ScalarType dt, double v) {
 
 std::vector<TensorSpec> where_meta(const std::vector<Tensor>& in, const Attrs&) {
   KILN_CHECK(in[0].dtype() == kBool,
-             "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+             "where: expected condition to be a boolean tensor, but got a tensor with dtype ",
              in[0].dtype());
   SymShape shape =
       meta::broadcast_shapes("where", {in[0].sym_sizes(), in[1].sym_sizes(), in[2].sym_sizes()});
@@ -70,10 +70,10 @@ void select_kernel(const char* op, const Tensor& out, const Tensor& cond, const 
 std::vector<TensorSpec> masked_fill_meta(const std::vector<Tensor>& in, const Attrs&) {
   const Tensor &self = in[0], &mask = in[1], &value = in[2];
   KILN_CHECK(mask.dtype() == kBool,
-             "masked_fill only supports boolean masks, but got mask with dtype ", mask.dtype());
+             "masked_fill: only supports boolean masks, but got mask with dtype ", mask.dtype());
   KILN_CHECK(value.dim() == 0,
-             "masked_fill only supports a 0-dimensional value tensor, but got tensor with ",
-             value.dim(), " dimension(s).");
+             "masked_fill: only supports a 0-dimensional value tensor, but got a tensor of shape ",
+             value.sizes());
   SymShape shape = meta::broadcast_shapes("masked_fill", {self.sym_sizes(), mask.sym_sizes()});
   return {meta::spec(std::move(shape), self.dtype(), self.device())};
 }
@@ -201,6 +201,19 @@ KILN_REGISTER_OP(where)
     })
     .reference(pointwise::reference([](double c, double a, double b) { return c != 0 ? a : b; }))
     .dtypes(pointwise::kAll)
+    .error_samples([] {
+      using samples::make;
+      return std::vector<OpErrorSample>{
+          {{make({2, 3}, kFloat32), make({2, 3}, kFloat32), make({2, 3}, kFloat32)},
+           {},
+           "expected condition to be a boolean tensor, but got a tensor with dtype float32",
+           "float condition"},
+          {{make({2, 3}, kBool), make({4}, kFloat32), make({4}, kFloat32)},
+           {},
+           "shapes [2, 3] and [4] and [4] cannot be broadcast together",
+           "shapes"},
+      };
+    })
     .lowering("pointwise:kiln::scalar::Where");
 
 KILN_REGISTER_OP(masked_fill)
@@ -217,6 +230,24 @@ KILN_REGISTER_OP(masked_fill)
     .samples(masked_fill_samples)
     .reference(pointwise::reference([](double x, double m, double v) { return m != 0 ? v : x; }))
     .dtypes(pointwise::kAll)
+    .error_samples([] {
+      using samples::make;
+      const Tensor self = make({2, 3}, kFloat32), value = make({}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{self, make({2, 3}, kFloat32), value},
+           {},
+           "only supports boolean masks, but got mask with dtype float32",
+           "float mask"},
+          {{self, make({2, 3}, kBool), make({2}, kFloat32)},
+           {},
+           "only supports a 0-dimensional value tensor, but got a tensor of shape [2]",
+           "value of one dimension"},
+          {{self, make({4}, kBool), value},
+           {},
+           "shapes [2, 3] and [4] cannot be broadcast",
+           "mask that does not broadcast"},
+      };
+    })
     .lowering("pointwise:kiln::scalar::Where");
 
 KILN_REGISTER_OP(lerp)
@@ -231,6 +262,20 @@ KILN_REGISTER_OP(lerp)
     .samples(lerp_samples)
     .reference(pointwise::reference([](double a, double b, double w) { return a + w * (b - a); }))
     .dtypes(pointwise::kFloating)
+    .error_samples([] {
+      using samples::make;
+      auto s = pointwise::errors(3, kInt64)();
+      const Tensor x = make({2, 3}, kFloat32);
+      s.push_back({{x, x.to(kFloat64), x},
+                   {},
+                   "expected dtype float32 for `end` but got dtype float64",
+                   "end's dtype"});
+      s.push_back({{x, x, x.to(kFloat64)},
+                   {},
+                   "expected dtype float32 for `weight` but got dtype float64",
+                   "weight's dtype"});
+      return s;
+    })
     .lowering("pointwise:kiln::scalar::Lerp");
 
 KILN_REGISTER_OP(addcmul)
@@ -251,15 +296,17 @@ KILN_REGISTER_OP(addcmul)
       return v[0] + a.f(0) * v[1] * v[2];
     }))
     .dtypes(pointwise::kNumeric)
+    .error_samples(pointwise::errors(3, kBool, {Scalar(1)}))
     .lowering("pointwise:kiln::scalar::Addcmul");
 
 KILN_REGISTER_OP(addcdiv)
     .schema("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, Scalar value=1) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       KILN_CHECK(!(is_integral(in[1].dtype(), true) && is_integral(in[2].dtype(), true)),
-                 "addcdiv: Integer division with addcdiv is no longer supported; use "
-                 "(input + value * trunc(tensor1 / tensor2)).to(input.dtype()) for integer inputs "
-                 "or (input + value * tensor1 / tensor2) for float inputs.");
+                 "addcdiv: Integer division with addcdiv is no longer supported (got tensor1 of ",
+                 in[1].dtype(), " and tensor2 of ", in[2].dtype(),
+                 "); use (input + value * trunc(tensor1 / tensor2)).to(input.dtype()) for integer "
+                 "inputs or (input + value * tensor1 / tensor2) for float inputs.");
       return meta::broadcast("addcdiv", meta::ResultKind::Promote)(in, a);
     })
     .cpu(pointwise::kernel_with<3, Dtypes::Floating>("addcdiv",
@@ -277,6 +324,15 @@ KILN_REGISTER_OP(addcdiv)
       return v[0] + a.f(0) * v[1] / v[2];
     }))
     .dtypes(pointwise::kFloating)
+    .error_samples([] {
+      auto s = pointwise::errors(3, ScalarType::Undefined, {Scalar(1)})();
+      const Tensor i = tensor({1, 2}, kInt64);
+      s.push_back({{samples::make({2}, kFloat32), i, i},
+                   {Scalar(1)},
+                   "no longer supported (got tensor1 of int64 and tensor2 of int64)",
+                   "integer division"});
+      return s;
+    })
     .lowering("pointwise:kiln::scalar::Addcdiv");
 
 KILN_REGISTER_OP(clamp)
@@ -296,6 +352,14 @@ KILN_REGISTER_OP(clamp)
       })(in, a);
     })
     .dtypes(pointwise::kNumeric)
+    .error_samples([] {
+      auto s = pointwise::errors(3, kBool)();
+      s.push_back({{samples::make({2}, kFloat32), Tensor(), Tensor()},
+                   {},
+                   "At least one of 'min' or 'max' must not be None",
+                   "no bounds"});
+      return s;
+    })
     .lowering("pointwise:kiln::scalar::Clamp");
 
 namespace {

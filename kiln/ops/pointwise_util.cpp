@@ -58,6 +58,30 @@ std::vector<OpSample> binary_samples(ScalarType dt, double low, double high, dou
   return s;
 }
 
+OpErrorSample broadcast_error(size_t n, const Attrs& attrs) {
+  std::vector<Tensor> in{samples::make({2, 3}, kFloat32)};
+  for (size_t k = 1; k < n; ++k) in.push_back(samples::make({4}, kFloat32));
+  return {in, attrs, "the size 3 must match the size 4 at non-singleton dimension 1",
+          "operands that do not broadcast"};
+}
+
+OpErrorSample dtype_error(size_t n, ScalarType unsupported, const Attrs& attrs) {
+  std::vector<Tensor> in;
+  // Ones: a divisor the kernel checks for zeros first passes.
+  for (size_t k = 0; k < n; ++k) in.push_back(ones({2, 3}, unsupported));
+  return {in, attrs, detail::str_cat("not supported for dtype ", unsupported),
+          detail::str_cat(dtype_name(unsupported), " operands"), /*in_meta=*/false};
+}
+
+ErrorSampleFn errors(size_t n, ScalarType unsupported, const Attrs& attrs) {
+  return [n, unsupported, attrs] {
+    std::vector<OpErrorSample> s;
+    if (n > 1) s.push_back(broadcast_error(n, attrs));
+    if (unsupported != ScalarType::Undefined) s.push_back(dtype_error(n, unsupported, attrs));
+    return s;
+  };
+}
+
 std::vector<OpSample> with_attrs(std::vector<OpSample> samples, const Attrs& attrs) {
   for (auto& s : samples) s.attrs = attrs;
   return samples;

@@ -75,7 +75,7 @@ void visit_native(ScalarType t, F&& f) {
   if constexpr ((W & Dtypes::Boolean) != 0) {
     if (t == kBool) return f(bool{});
   }
-  KILN_FAIL("visit_native: dtype ", t, " is not a native compute dtype");
+  KILN_FAIL("internal: visit_native: dtype ", t, " is not a native compute dtype");
 }
 
 // body(target) writes the result in dtype `native`: into `out` itself when that is its dtype,
@@ -160,6 +160,13 @@ std::vector<Tensor> grads(G&&... g) {
 // samples::binary plus a Python-number (wrapped scalar) second operand.
 std::vector<OpSample> binary_samples(ScalarType dt, double low = -3, double high = 3,
                                      double low2 = -3, double high2 = 3);
+// Error samples of an op with n operands and attributes `attrs`: operands of shapes [2, 3], [4],
+// [4]... that do not broadcast (when n > 1), and operands of dtype `unsupported` (unless
+// Undefined), which the kernel rejects (meta tensors pass: in_meta is false).
+OpErrorSample broadcast_error(size_t n, const Attrs& attrs = {});
+OpErrorSample dtype_error(size_t n, ScalarType unsupported, const Attrs& attrs = {});
+ErrorSampleFn errors(size_t n, ScalarType unsupported, const Attrs& attrs = {});
+
 // Samples: every sample with `attrs`; and input `k` moved away from zero (|x| >= 0.5, or >= 1
 // for integers) in place, for divisors.
 std::vector<OpSample> with_attrs(std::vector<OpSample> samples, const Attrs& attrs);

@@ -133,12 +133,27 @@ SymShape adaptive_sizes(const char* op, const Tensor& input, const Attrs& a) {
     "avg_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode, "
     "bool count_include_pad, int? divisor_override) -> Tensor",
     [](const Tensor& x, const Attrs& a) {
-      if (a.opt_i(5)) KILN_CHECK(*a.opt_i(5) != 0, "avg_pool2d: divisor must be not zero");
+      if (a.opt_i(5))
+        KILN_CHECK(*a.opt_i(5) != 0,
+                   "avg_pool2d: divisor must be not zero, got divisor_override=", *a.opt_i(5));
       return pool::pooled_sizes("avg_pool2d", x, avg_window(a), a.b(3));
     },
     avg_taps,
     avg_samples,
     avg_reference,
+    [] {
+      auto attrs = [](V kernel, V stride, V padding, V) {
+        return Attrs{kernel, stride, padding, false, true, std::monostate{}};
+      };
+      auto s = pool::window_error_samples(attrs, /*with_dilation=*/false);
+      const auto in = pool::input_error_samples(attrs({2}, {}, {0}, {}));
+      s.insert(s.end(), in.begin(), in.end());
+      s.push_back({{samples::make({1, 2, 5, 5}, kFloat32)},
+                   {V{2}, V{}, V{0}, false, true, int64_t{0}},
+                   "divisor must be not zero, got divisor_override=0",
+                   "divisor_override 0"});
+      return s;
+    },
 });
 
 [[maybe_unused]] const bool kAdaptiveAvgPool = pool::register_separable({
@@ -155,6 +170,14 @@ SymShape adaptive_sizes(const char* op, const Tensor& input, const Attrs& a) {
       };
     },
     adaptive_reference,
+    [] {
+      auto s = pool::input_error_samples({V{2, 2}});
+      s.push_back({{samples::make({1, 2, 5, 5}, kFloat32)},
+                   {V{2, -1}},
+                   "output_size must be 2 non-negative values, got [2, -1]",
+                   "negative size"});
+      return s;
+    },
 });
 
 }  // namespace
@@ -195,7 +218,8 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
 }
 
 Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size) {
-  KILN_CHECK(output_size.size() == 1, "adaptive_avg_pool1d: output_size must be a single int");
+  KILN_CHECK(output_size.size() == 1, "adaptive_avg_pool1d: output_size must be a single int, got ",
+             output_size);
   return pool::as_4d("adaptive_avg_pool1d", input, true, [&](const Tensor& x) {
     return std::vector<Tensor>{
         pool::call_separable("adaptive_avg_pool2d", x, {V{1, output_size[0]}})};

@@ -29,7 +29,8 @@ void apply(const SeparableDef& def, const Attrs& a, const Tensor& src, Tensor& d
   const int64_t H = big.size(2).guard_int(), W = big.size(3).guard_int();
   const int64_t OH = small.size(2).guard_int(), OW = small.size(3).guard_int();
   const Taps th = def.taps(a, 0, H, OH), tw = def.taps(a, 1, W, OW);
-  KILN_CHECK(th.outputs() == OH && tw.outputs() == OW, def.name, ": internal tap count mismatch");
+  KILN_CHECK(th.outputs() == OH && tw.outputs() == OW, "internal: ", def.name,
+             ": tap count mismatch");
   const int64_t planes = s.size(0).guard_int() * s.size(1).guard_int();
   compute_into(dst, [&](Tensor& r) {
     visit_compute(r.dtype(), [&]<class T>(T) {
@@ -81,6 +82,28 @@ std::vector<Tensor> adjoint_reference(const SeparableDef& def, const std::vector
   return {out};
 }
 
+// The adjoint's error samples, from the forward entry's first sample: sizes that are not 4-D,
+// and a gradient of another shape than the forward output's.
+std::vector<OpErrorSample> adjoint_error_samples(const SeparableDef& def) {
+  const OpSample s = def.samples(kFloat32).at(0);
+  const SymShape in_sizes = s.inputs[0].sym_sizes();
+  std::vector<int64_t> out;
+  for (const SymInt& v : def.output_sizes(s.inputs[0], s.attrs)) out.push_back(v.guard_int());
+  std::vector<int64_t> wrong = out;
+  wrong.back() += 1;
+  return {
+      {{samples::make({2, 3}, kFloat32)},
+       with_sizes(s.attrs, SymShape{2, 3}),
+       "expected a 4-D gradient and input sizes, got [2, 3] and [2, 3]",
+       "2-D"},
+      {{samples::make(wrong, kFloat32)},
+       with_sizes(s.attrs, in_sizes),
+       detail::str_cat("expected a gradient of size ", IntArrayRef(out), ", but got ",
+                       IntArrayRef(wrong)),
+       "gradient of another shape"},
+  };
+}
+
 }  // namespace
 
 Tensor call_separable(const char* name, const Tensor& input, const Attrs& attrs) {
@@ -103,6 +126,7 @@ bool register_separable(const SeparableDef& def) {
             call_op1(get_op(bname), {c.grad()}, with_sizes(c.attrs, c.input(0).sym_sizes()))};
       })
       .samples(def.samples)
+      .error_samples(def.error_samples)
       .reference(def.reference)
       .dtypes({kFloat64, kFloat32, kBFloat16})
       .lowering("extern:" + def.name);
@@ -126,6 +150,7 @@ bool register_separable(const SeparableDef& def) {
       .backward([def](const BackwardContext& c) {
         return std::vector<Tensor>{call_op1(get_op(def.name), {c.grad()}, without_sizes(c.attrs))};
       })
+      .error_samples([def] { return adjoint_error_samples(def); })
       .samples([def](ScalarType dt) {
         std::vector<OpSample> out;
         for (const OpSample& s : def.samples(dt)) {

@@ -27,8 +27,9 @@ struct SeparableDef {
   std::function<SymShape(const Tensor& input, const Attrs& a)> output_sizes;
   // Taps along H (dim 0) or W (dim 1) for input size `in` and output size `out`.
   std::function<Taps(const Attrs& a, int dim, int64_t in, int64_t out)> taps;
-  SampleFn samples;       // forward samples
-  ReferenceFn reference;  // forward reference (direct loops)
+  SampleFn samples;                  // forward samples
+  ReferenceFn reference;             // forward reference (direct loops)
+  ErrorSampleFn error_samples = {};  // forward error samples (the adjoint's are derived)
 };
 
 // Registers `name` and `name_backward`; returns true (for static initialisation).

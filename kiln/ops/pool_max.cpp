@@ -69,7 +69,7 @@ std::vector<Tensor> max_pool_backward_formula(const BackwardContext& c) {
 }
 
 pool::Window2d max_window(const Attrs& a) {
-  return pool::window2d("max_pool2d", a.ints(0), a.ints(1), a.ints(2), a.ints(3));
+  return pool::window2d("max_pool2d_with_indices", a.ints(0), a.ints(1), a.ints(2), a.ints(3));
 }
 
 TensorSpec index_spec(const SymShape& s, const Tensor& x) {
@@ -127,7 +127,7 @@ KILN_REGISTER_OP(max_pool2d_with_indices)
         "max_pool2d_with_indices(Tensor self, int[] kernel_size, int[] stride, int[] padding, "
         "int[] dilation, bool ceil_mode) -> (Tensor, Tensor)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      SymShape s = pool::pooled_sizes("max_pool2d", in[0], max_window(a), a.b(4));
+      SymShape s = pool::pooled_sizes("max_pool2d_with_indices", in[0], max_window(a), a.b(4));
       return std::vector<TensorSpec>{meta::spec(s, in[0].dtype(), in[0].device()),
                                      index_spec(s, in[0])};
     })
@@ -142,9 +142,19 @@ KILN_REGISTER_OP(max_pool2d_with_indices)
     .save_outputs(true)
     .backward(max_pool_backward_formula)
     .samples(max_pool_samples)
+    .error_samples([] {
+      using V = std::vector<int64_t>;
+      auto attrs = [](V kernel, V stride, V padding, V dilation) {
+        return Attrs{kernel, stride, padding, dilation, false};
+      };
+      auto s = pool::window_error_samples(attrs, /*with_dilation=*/true);
+      const auto in = pool::input_error_samples(attrs({2}, {}, {0}, {1}));
+      s.insert(s.end(), in.begin(), in.end());
+      return s;
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const pool::Window2d w = max_window(a);
-      SymShape s = pool::pooled_sizes("max_pool2d", in[0], w, a.b(4));
+      SymShape s = pool::pooled_sizes("max_pool2d_with_indices", in[0], w, a.b(4));
       const int64_t H = in[0].size(2).guard_int(), W = in[0].size(3).guard_int();
       return reference_max(in[0], s[2].guard_int(), s[3].guard_int(), [&](int d, int64_t o) {
         const int64_t n = d == 0 ? H : W;
@@ -179,6 +189,15 @@ KILN_REGISTER_OP(adaptive_max_pool2d)
     })
     .save_outputs(true)
     .backward(max_pool_backward_formula)
+    .error_samples([] {
+      const std::vector<int64_t> two{2, 2};
+      auto s = pool::input_error_samples({two});
+      s.push_back({{samples::make({1, 2, 5, 5}, kFloat32)},
+                   {std::vector<int64_t>{0, 2}},
+                   "output_size must be 2 positive values, got [0, 2]",
+                   "size 0"});
+      return s;
+    })
     .samples([](ScalarType dt) {
       return std::vector<OpSample>{
           {{samples::make({2, 3, 7, 5}, dt)}, {std::vector<int64_t>{3, 2}}, "non-divisible"},
@@ -225,8 +244,8 @@ KILN_REGISTER_OP(max_pool_backward)
             T* dst = pr + p * plane_in;
             std::fill(dst, dst + plane_in, T(0));
             for (int64_t j = p * plane_out; j < (p + 1) * plane_out; ++j) {
-              KILN_CHECK(pi[j] >= 0 && pi[j] < plane_in,
-                         "max_pool_backward: index out of range: ", pi[j]);
+              KILN_CHECK(pi[j] >= 0 && pi[j] < plane_in, "max_pool_backward: index ", pi[j],
+                         " is out of range for an input plane of ", plane_in, " elements");
               dst[pi[j]] += pg[j];
             }
           });
@@ -240,6 +259,21 @@ KILN_REGISTER_OP(max_pool_backward)
       Tensor idx = tensor(std::vector<int64_t>{0, 3, 3, 5, 8, 1, 2, 2}).view({1, 2, 2, 2});
       return std::vector<OpSample>{
           {{samples::make({1, 2, 2, 2}, dt), idx}, {SymShape{1, 2, 3, 3}}, "repeated indices"}};
+    })
+    .error_samples([] {
+      const Tensor g = samples::make({1, 2, 2, 2}, kFloat32);
+      const Attrs sizes{SymShape{1, 2, 3, 3}};
+      return std::vector<OpErrorSample>{
+          {{g, zeros({1, 2, 2}, kInt64)},
+           sizes,
+           "expected grad and int64 indices of one 4-D shape, got [1, 2, 2, 2] and [1, 2, 2]",
+           "indices' shape"},
+          {{g, tensor(std::vector<int64_t>{0, 3, 3, 9, 8, 1, 2, 2}).view({1, 2, 2, 2})},
+           sizes,
+           "index 9 is out of range for an input plane of 9 elements",
+           "index out of range",
+           /*in_meta=*/false},
+      };
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       Tensor r = zeros(a.shape(0), kFloat64);
@@ -276,8 +310,8 @@ KILN_REGISTER_OP(max_pool_gather)
           T* pr = r.data_ptr<T>();
           pool::for_planes(planes, plane_out, [&](int64_t p) {
             for (int64_t j = p * plane_out; j < (p + 1) * plane_out; ++j) {
-              KILN_CHECK(pi[j] >= 0 && pi[j] < plane_in,
-                         "max_pool_gather: index out of range: ", pi[j]);
+              KILN_CHECK(pi[j] >= 0 && pi[j] < plane_in, "max_pool_gather: index ", pi[j],
+                         " is out of range for an input plane of ", plane_in, " elements");
               pr[j] = px[p * plane_in + pi[j]];
             }
           });
@@ -292,6 +326,20 @@ KILN_REGISTER_OP(max_pool_gather)
       Tensor idx = tensor(std::vector<int64_t>{0, 3, 3, 5, 8, 1, 2, 2}).view({1, 2, 2, 2});
       return std::vector<OpSample>{
           {{samples::make({1, 2, 3, 3}, dt), idx}, {}, "repeated indices"}};
+    })
+    .error_samples([] {
+      const Tensor x = samples::make({1, 2, 3, 3}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x, zeros({1, 2, 2}, kInt64)},
+           {},
+           "expected a 4-D input and 4-D int64 indices, got [1, 2, 3, 3] and [1, 2, 2]",
+           "indices' shape"},
+          {{x, tensor(std::vector<int64_t>{0, 3, 3, 5, 8, 1, 2, -1}).view({1, 2, 2, 2})},
+           {},
+           "index -1 is out of range for an input plane of 9 elements",
+           "index out of range",
+           /*in_meta=*/false},
+      };
     })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       Tensor x = in[0].to(kFloat64).contiguous();
@@ -366,7 +414,8 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef 
 }
 std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size) {
   static const OpDef& op = get_op("adaptive_max_pool2d");
-  KILN_CHECK(output_size.size() == 1, "adaptive_max_pool1d: output_size must be a single int");
+  KILN_CHECK(output_size.size() == 1, "adaptive_max_pool1d: output_size must be a single int, got ",
+             output_size);
   auto r = pool::as_4d("adaptive_max_pool1d", input, true, [&](const Tensor& x) {
     return call_op(op, {x}, {std::vector<int64_t>{1, output_size[0]}});
   });

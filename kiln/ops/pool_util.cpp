@@ -2,6 +2,7 @@
 
 #include "kiln/ops/conv_util.h"
 #include "kiln/ops/ops.h"
+#include "kiln/ops/samples.h"
 
 namespace kiln::pool {
 
@@ -20,6 +21,57 @@ void check_input(const char* op, const Tensor& input) {
              ": expected input with non-zero spatial dims, but got input of size ", input.sizes());
   KILN_CHECK(is_floating_point(input.dtype()), op, ": expected a floating point input, got ",
              input.dtype());
+}
+
+std::vector<OpErrorSample> input_error_samples(const Attrs& a) {
+  return {
+      {{samples::make({2, 5, 5}, kFloat32)},
+       a,
+       "expected a 4-D input [N, C, H, W], got [2, 5, 5]",
+       "input of rank 3"},
+      {{samples::make({1, 2, 0, 5}, kFloat32)},
+       a,
+       "non-zero spatial dims, but got input of size [1, 2, 0, 5]",
+       "empty plane"},
+      {{samples::make({1, 2, 5, 5}, kInt64)},
+       a,
+       "expected a floating point input, got int64",
+       "integers"},
+  };
+}
+
+std::vector<OpErrorSample> window_error_samples(const WindowAttrs& attrs, bool with_dilation) {
+  const Tensor x = samples::make({1, 2, 5, 5}, kFloat32);
+  std::vector<OpErrorSample> s = {
+      {{x},
+       attrs({2, 2, 2}, {}, {0}, {1}),
+       "but got kernel_size=[2, 2, 2]",
+       "kernel_size of 3 values"},
+      {{x},
+       attrs({0}, {}, {0}, {1}),
+       "kernel_size should be greater than zero, but got "
+       "kernel_size=[0]",
+       "kernel_size 0"},
+      {{x},
+       attrs({2}, {0}, {0}, {1}),
+       "stride should be greater than zero, but got stride=[0]",
+       "stride 0"},
+      {{x},
+       attrs({2}, {}, {2}, {1}),
+       "pad should be at most half of effective kernel size, but got pad=2, kernel_size=2 and "
+       "dilation=1",
+       "padding too large"},
+      {{samples::make({1, 2, 2, 2}, kFloat32)},
+       attrs({3}, {}, {0}, {1}),
+       "given input size: (2x2x2). Calculated output size: (2x0x0). Output size is too small",
+       "window larger than the input"},
+  };
+  if (with_dilation)
+    s.push_back({{x},
+                 attrs({2}, {}, {0}, {0}),
+                 "dilation should be greater than zero, but got dilation=[0]",
+                 "dilation 0"});
+  return s;
 }
 
 Span pool_span(int64_t o, int64_t in, int64_t kernel, int64_t pad, int64_t stride,

@@ -17,6 +17,15 @@ SymInt output_size(const SymInt& in, int64_t kernel, int64_t pad, int64_t stride
 // Checks that `input` is [N, C, H, W] with non-empty planes.
 void check_input(const char* op, const Tensor& input);
 
+// Error samples of check_input, for an entry whose attributes `a` accept a [1, 2, 5, 5] input.
+std::vector<OpErrorSample> input_error_samples(const Attrs& a);
+// Error samples of window2d and pooled_sizes; attrs(kernel, stride, padding, dilation) builds the
+// entry's attributes (with_dilation: whether the entry has a dilation attribute).
+using WindowAttrs =
+    std::function<Attrs(std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                        std::vector<int64_t> padding, std::vector<int64_t> dilation)>;
+std::vector<OpErrorSample> window_error_samples(const WindowAttrs& attrs, bool with_dilation);
+
 // The input positions a window covers along one dim: begin, begin + step, ... < end.
 struct Span {
   int64_t begin, end, step;

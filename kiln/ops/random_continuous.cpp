@@ -86,7 +86,7 @@ void exponential_kernel(const Tensor& out, double lambd, Generator* gen) {
 
 std::vector<TensorSpec> random_factory_meta(const char* op, const Attrs& a) {
   random_util::check_floating(op, a.dtype(2));
-  return random_util::factory_spec(a.shape(0), a.dtype(2), a.device(3));
+  return random_util::factory_spec(op, a.shape(0), a.dtype(2), a.device(3));
 }
 
 const std::vector<ScalarType> kFloatDtypes{kFloat64, kFloat32, kBFloat16, kFloat16};
@@ -100,7 +100,7 @@ KILN_REGISTER_OP(uniform_)
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       random_util::check_floating("uniform_", in[0].dtype());
       KILN_CHECK(a.f(0) <= a.f(1),
-                 "uniform_ expects to return a [from, to) range, but found from=", a.f(0),
+                 "uniform_: expects to return a [from, to) range, but found from=", a.f(0),
                  " > to=", a.f(1));
       KILN_CHECK(std::isfinite(a.f(0)) && std::isfinite(a.f(1)),
                  "uniform_: from and to must be finite, got from=", a.f(0), " to=", a.f(1));
@@ -114,6 +114,15 @@ KILN_REGISTER_OP(uniform_)
     .samples([](ScalarType dt) {
       return random_util::inplace_samples(dt, {-2.0, 5.0, std::monostate{}});
     })
+    .error_samples([] {
+      const Tensor x = samples::make({3}, kFloat32);
+      auto at = [](double from, double to) { return Attrs{from, to, std::monostate{}}; };
+      return std::vector<OpErrorSample>{
+          random_util::integer_self_error(at(0, 1)),
+          {{x}, at(2, 1), "but found from=2 > to=1", "from > to"},
+          {{x}, at(0, INFINITY), "from and to must be finite, got from=0 to=inf", "infinite to"},
+      };
+    })
     .dtypes(kFloatDtypes);
 
 KILN_REGISTER_OP(normal_)
@@ -122,7 +131,7 @@ KILN_REGISTER_OP(normal_)
         "Tensor(a!)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       random_util::check_floating("normal_", in[0].dtype());
-      KILN_CHECK(a.f(1) >= 0, "normal expects std >= 0.0, but found std ", a.f(1));
+      KILN_CHECK(a.f(1) >= 0, "normal_: expects std >= 0.0, but found std ", a.f(1));
       return random_util::inplace_spec(in[0]);
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>&, const Attrs& a) {
@@ -133,6 +142,15 @@ KILN_REGISTER_OP(normal_)
     .samples([](ScalarType dt) {
       return random_util::inplace_samples(dt, {1.0, 2.0, std::monostate{}});
     })
+    .error_samples([] {
+      return std::vector<OpErrorSample>{
+          random_util::integer_self_error({0.0, 1.0, std::monostate{}}),
+          {{samples::make({3}, kFloat32)},
+           {0.0, -1.0, std::monostate{}},
+           "expects std >= 0.0, but found std -1",
+           "negative std"},
+      };
+    })
     .dtypes(kFloatDtypes);
 
 KILN_REGISTER_OP(exponential_)
@@ -141,7 +159,7 @@ KILN_REGISTER_OP(exponential_)
         "Tensor(a!)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       random_util::check_floating("exponential_", in[0].dtype());
-      KILN_CHECK(a.f(0) > 0, "exponential_ expects lambda > 0.0, but found lambda=", a.f(0));
+      KILN_CHECK(a.f(0) > 0, "exponential_: expects lambda > 0.0, but found lambda=", a.f(0));
       return random_util::inplace_spec(in[0]);
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>&, const Attrs& a) {
@@ -151,6 +169,15 @@ KILN_REGISTER_OP(exponential_)
     .random()
     .samples([](ScalarType dt) {
       return random_util::inplace_samples(dt, {2.0, std::monostate{}});
+    })
+    .error_samples([] {
+      return std::vector<OpErrorSample>{
+          random_util::integer_self_error({1.0, std::monostate{}}),
+          {{samples::make({3}, kFloat32)},
+           {0.0, std::monostate{}},
+           "expects lambda > 0.0, but found lambda=0",
+           "lambda 0"},
+      };
     })
     .dtypes(kFloatDtypes);
 
@@ -162,6 +189,7 @@ KILN_REGISTER_OP(rand)
     })
     .random()
     .samples([](ScalarType dt) { return random_util::factory_samples(dt); })
+    .error_samples([] { return random_util::factory_error_samples(kInt64); })
     .dtypes(kFloatDtypes);
 
 KILN_REGISTER_OP(randn)
@@ -174,6 +202,7 @@ KILN_REGISTER_OP(randn)
     })
     .random()
     .samples([](ScalarType dt) { return random_util::factory_samples(dt); })
+    .error_samples([] { return random_util::factory_error_samples(kInt64); })
     .dtypes(kFloatDtypes);
 
 Tensor& uniform_(Tensor& self, double from, double to, Generator* gen) {

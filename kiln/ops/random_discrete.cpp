@@ -11,7 +11,7 @@ using random_cpu::uniform_at;
 using random_cpu::words_per_value;
 
 void check_range(const char* op, int64_t from, int64_t to, ScalarType dtype) {
-  KILN_CHECK(from < to, op, " expects 'from' to be less than 'to', but got from=", from,
+  KILN_CHECK(from < to, op, ": expects 'from' to be less than 'to', but got from=", from,
              " >= to=", to);
   const random_util::IntRange r = random_util::exact_integers(dtype);
   KILN_CHECK(static_cast<double>(from) >= r.lo && static_cast<double>(to - 1) <= r.hi, op,
@@ -104,6 +104,19 @@ KILN_REGISTER_OP(random_)
     .samples([](ScalarType dt) {
       return random_util::inplace_samples(dt, {int64_t{0}, int64_t{2}, std::monostate{}});
     })
+    .error_samples([] {
+      const Tensor x = samples::make({3}, kInt32);
+      return std::vector<OpErrorSample>{
+          {{x},
+           {int64_t{2}, int64_t{2}, std::monostate{}},
+           "expects 'from' to be less than 'to', but got from=2 >= to=2",
+           "empty range"},
+          {{x.to(kUInt8)},
+           {int64_t{-1}, int64_t{3}, std::monostate{}},
+           "the range [-1, 3) is out of bounds for dtype uint8",
+           "range outside the dtype"},
+      };
+    })
     .dtypes(kAllDtypes);
 
 KILN_REGISTER_OP(randint)
@@ -112,7 +125,7 @@ KILN_REGISTER_OP(randint)
         "Device device) -> Tensor")
     .meta([](const std::vector<Tensor>&, const Attrs& a) {
       check_range("randint", a.i(0), a.i(1), a.dtype(4));
-      return random_util::factory_spec(a.shape(2), a.dtype(4), a.device(5));
+      return random_util::factory_spec("randint", a.shape(2), a.dtype(4), a.device(5));
     })
     .cpu([](const std::vector<Tensor>&, std::vector<Tensor>& out, const Attrs& a) {
       random_kernel(out[0], a.i(0), a.i(1), a.generator(3));
@@ -121,13 +134,21 @@ KILN_REGISTER_OP(randint)
     .samples([](ScalarType dt) {
       return random_util::factory_samples(dt, {int64_t{-3}, int64_t{5}});
     })
+    .error_samples([] {
+      auto s = random_util::factory_error_samples(ScalarType::Undefined, {int64_t{0}, int64_t{2}});
+      s.push_back({{},
+                   {int64_t{5}, int64_t{1}, SymShape{2}, std::monostate{}, kInt64, Device(kCPU)},
+                   "but got from=5 >= to=1",
+                   "empty range"});
+      return s;
+    })
     .dtypes({kInt64, kInt32, kFloat32, kFloat64});
 
 KILN_REGISTER_OP(bernoulli_)
     .schema("bernoulli_(Tensor(a!) self, float p=0.5, Generator? generator=None) -> Tensor(a!)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       KILN_CHECK(a.f(0) >= 0 && a.f(0) <= 1,
-                 "bernoulli_ expects p to be in [0, 1], but got p=", a.f(0));
+                 "bernoulli_: expects p to be in [0, 1], but got p=", a.f(0));
       return random_util::inplace_spec(in[0]);
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>&, const Attrs& a) {
@@ -137,6 +158,12 @@ KILN_REGISTER_OP(bernoulli_)
     .random()
     .samples([](ScalarType dt) {
       return random_util::inplace_samples(dt, {0.3, std::monostate{}});
+    })
+    .error_samples([] {
+      return std::vector<OpErrorSample>{{{samples::make({3}, kFloat32)},
+                                         {1.5, std::monostate{}},
+                                         "expects p to be in [0, 1], but got p=1.5",
+                                         "p > 1"}};
     })
     .dtypes(kAllDtypes);
 
@@ -154,6 +181,16 @@ KILN_REGISTER_OP(bernoulli)
       std::vector<OpSample> s = samples::unary(dt, 0, 1);
       for (auto& x : s) x.attrs = {std::monostate{}};
       return s;
+    })
+    .error_samples([] {
+      return std::vector<OpErrorSample>{
+          random_util::integer_self_error({std::monostate{}}),
+          {{tensor({0.5, 1.5})},
+           {std::monostate{}},
+           "expected all probabilities in [0, 1], but found 1.5",
+           "probability > 1",
+           /*in_meta=*/false},
+      };
     })
     .dtypes({kFloat64, kFloat32, kBFloat16});
 

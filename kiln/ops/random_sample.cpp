@@ -55,11 +55,13 @@ ProbRows read_probs(const Tensor& probs) {
     for (int64_t j = 0; j < r.cats; ++j) {
       const double v = r.p[i * r.cats + j];
       KILN_CHECK(std::isfinite(v) && v >= 0,
-                 "multinomial: probability tensor contains either `inf`, `nan` or element < 0");
+                 "multinomial: probability tensor contains either `inf`, `nan` or element < 0 "
+                 "(got ",
+                 v, " in row ", i, ")");
       sum += v;
     }
-    KILN_CHECK(sum > 0,
-               "multinomial: invalid multinomial distribution (sum of probabilities <= 0)");
+    KILN_CHECK(sum > 0, "multinomial: invalid multinomial distribution (sum of probabilities <= 0 ",
+               "in row ", i, ")");
   }
   return r;
 }
@@ -101,7 +103,8 @@ void multinomial_without_replacement(int64_t* out, const ProbRows& pr, int64_t s
     for (int64_t j = 0; j < K; ++j) nonzero += pr.p[i * K + j] > 0;
     KILN_CHECK(nonzero >= samples,
                "multinomial: invalid multinomial distribution (with replacement=False, not "
-               "enough non-negative category to sample)");
+               "enough non-negative category to sample: ",
+               nonzero, " in row ", i, " for ", samples, " samples)");
   }
   const int64_t n = pr.rows * K;
   std::vector<double> key(static_cast<size_t>(n));
@@ -133,7 +136,7 @@ KILN_REGISTER_OP(randperm)
     .schema("randperm(int n, Generator? generator, ScalarType dtype, Device device) -> Tensor")
     .meta([](const std::vector<Tensor>&, const Attrs& a) {
       check_randperm(a.i(0), a.dtype(2));
-      return random_util::factory_spec({a.i(0)}, a.dtype(2), a.device(3));
+      return random_util::factory_spec("randperm", {a.i(0)}, a.dtype(2), a.device(3));
     })
     .cpu([](const std::vector<Tensor>&, std::vector<Tensor>& out, const Attrs& a) {
       randperm_kernel(out[0], a.i(0), a.generator(1));
@@ -145,7 +148,17 @@ KILN_REGISTER_OP(randperm)
         s.push_back({{}, {n, std::monostate{}, dt, Device(kCPU)}, "n=" + std::to_string(n), false});
       return s;
     })
-    .dtypes({kInt64, kInt32, kFloat32});
+    .dtypes({kInt64, kInt32, kFloat32})
+    .error_samples([] {
+      auto at = [](int64_t n, ScalarType dt) {
+        return Attrs{n, std::monostate{}, dt, Device(kCPU)};
+      };
+      return std::vector<OpErrorSample>{
+          {{}, at(-1, kInt64), "n must be non-negative, got -1", "negative n"},
+          {{}, at(2, kBool), "not supported for dtype bool", "bool"},
+          {{}, at(300, kUInt8), "n=300 is too large for result tensor type uint8", "n too large"},
+      };
+    });
 
 KILN_REGISTER_OP(multinomial)
     .schema(
@@ -155,13 +168,15 @@ KILN_REGISTER_OP(multinomial)
       const Tensor& p = in[0];
       const int64_t samples = a.i(0);
       KILN_CHECK(is_floating_point(p.dtype()),
-                 "multinomial only supports floating-point dtypes for input, got: ", p.dtype());
+                 "multinomial: only supports floating-point dtypes for input, got: ", p.dtype());
       KILN_CHECK(p.dim() == 1 || p.dim() == 2, "multinomial: prob_dist must be 1 or 2 dim, got ",
-                 p.dim(), " dims");
-      KILN_CHECK(samples > 0, "multinomial: cannot sample n_sample <= 0 samples");
+                 p.dim(), " dims (shape ", p.sizes(), ")");
+      KILN_CHECK(samples > 0, "multinomial: cannot sample n_sample <= 0 samples (got ", samples,
+                 ")");
       KILN_CHECK(a.b(1) || samples <= p.size(-1),
                  "multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
-                 "replacement");
+                 "replacement (got ",
+                 samples, " > ", p.size(-1), ")");
       SymShape size = p.dim() == 2 ? SymShape{p.size(0), samples} : SymShape{samples};
       return meta::one_spec(size, kInt64, p.device());
     })
@@ -186,6 +201,38 @@ KILN_REGISTER_OP(multinomial)
            {int64_t{4}, true, std::monostate{}},
            "strided",
            false}};
+    })
+    .error_samples([] {
+      auto at = [](int64_t n, bool replacement) { return Attrs{n, replacement, std::monostate{}}; };
+      const Tensor p = tensor({0.2, 0.0, 0.8});
+      const bool kernel = false;  // in_meta: the kernel reads the probabilities
+      return std::vector<OpErrorSample>{
+          {{p.to(kInt64)},
+           at(1, true),
+           "only supports floating-point dtypes for input, got: int64",
+           "integers"},
+          {{samples::make({2, 2, 2}, kFloat32)},
+           at(1, true),
+           "prob_dist must be 1 or 2 dim, got 3 dims (shape [2, 2, 2])",
+           "3-D"},
+          {{p}, at(0, true), "cannot sample n_sample <= 0 samples (got 0)", "no samples"},
+          {{p}, at(4, false), "without replacement (got 4 > 3)", "too many samples"},
+          {{tensor({0.2, -0.1})},
+           at(1, true),
+           "or element < 0 (got -0.1 in row 0)",
+           "negative probability",
+           kernel},
+          {{tensor({{0.5, 0.5}, {0.0, 0.0}})},
+           at(1, true),
+           "sum of probabilities <= 0 in row 1",
+           "zero row",
+           kernel},
+          {{p},
+           at(3, false),
+           "not enough non-negative category to sample: 2 in row 0 for 3 samples",
+           "too few categories",
+           kernel},
+      };
     });
 
 Tensor randperm(int64_t n, Generator* gen, const TensorOptions& o) {

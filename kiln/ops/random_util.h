@@ -15,9 +15,10 @@
 namespace kiln::random_util {
 
 // A factory's output: checks the sizes as torch does.
-inline std::vector<TensorSpec> factory_spec(const SymShape& size, ScalarType dtype, Device device) {
+inline std::vector<TensorSpec> factory_spec(const char* op, const SymShape& size, ScalarType dtype,
+                                            Device device) {
   for (const SymInt& s : size)
-    KILN_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ",
+    KILN_CHECK(s >= 0, op, ": Trying to create tensor with negative dimension ", s, ": ",
                SymIntArrayRef(size));
   return {meta::spec(size, dtype, device)};
 }
@@ -61,6 +62,33 @@ inline std::vector<OpSample> inplace_samples(ScalarType dt, const Attrs& attrs) 
           {{samples::make({4, 3}, dt, -3, 3, true)}, attrs, "strided", false},
           {{samples::make({}, dt)}, attrs, "0-dim", false},
           {{samples::make({0, 3}, dt)}, attrs, "zero-size", false}};
+}
+
+// Error samples of a factory whose attrs are `prefix`, size, generator, dtype, device: a negative
+// size, and (unless Undefined) an unsupported dtype.
+inline std::vector<OpErrorSample> factory_error_samples(ScalarType unsupported,
+                                                        std::vector<AttrValue> prefix = {}) {
+  auto attrs = [&](SymShape size, ScalarType dt) {
+    std::vector<AttrValue> a = prefix;
+    a.insert(a.end(), {std::move(size), std::monostate{}, dt, Device(kCPU)});
+    return Attrs(std::move(a));
+  };
+  std::vector<OpErrorSample> s = {{{},
+                                   attrs({2, -3}, kFloat32),
+                                   "Trying to create tensor with negative dimension -3: [2, -3]",
+                                   "negative size"}};
+  if (unsupported != ScalarType::Undefined)
+    s.push_back({{},
+                 attrs({2}, unsupported),
+                 detail::str_cat("expected a floating point dtype, got ", unsupported),
+                 "integer dtype"});
+  return s;
+}
+
+// Error samples of an in-place fill whose attributes are `a`: an integer self.
+inline OpErrorSample integer_self_error(const Attrs& a) {
+  return {
+      {samples::make({3}, kInt64)}, a, "expected a floating point dtype, got int64", "integers"};
 }
 
 // Samples of a factory whose attrs are `prefix`, size, generator, dtype, device.

@@ -106,7 +106,21 @@ KILN_REGISTER_OP(arange)
       const auto n = static_cast<int64_t>(std::ceil((e - s) / st));
       return std::vector<Tensor>{reference_values(n, [&](int64_t i) { return s + i * st; })};
     })
-    .dtypes({kFloat64, kFloat32, kBFloat16, kInt64, kInt32});
+    .dtypes({kFloat64, kFloat32, kBFloat16, kInt64, kInt32})
+    .error_samples([] {
+      auto at = [](Scalar start, Scalar end, Scalar step) {
+        return Attrs{start, end, step, kFloat64, Device(kCPU)};
+      };
+      return std::vector<OpErrorSample>{
+          {{}, at(0, 5, 0), "step must be nonzero", "step 0"},
+          {{}, at(0, INFINITY, 1), "unsupported range: 0 -> inf (step 1)", "infinite end"},
+          {{},
+           at(5, 0, 1),
+           "inconsistent with step sign (start=5, end=0, step=1)",
+           "end before start"},
+          {{}, at(0, 1e300, 1e-300), "invalid size inf, possible overflow?", "too many steps"},
+      };
+    });
 
 KILN_REGISTER_OP(linspace)
     .schema(
@@ -136,7 +150,14 @@ KILN_REGISTER_OP(linspace)
         return n == 1 ? s : s + static_cast<double>(i) * (e - s) / static_cast<double>(n - 1);
       })};
     })
-    .dtypes({kFloat64, kFloat32, kBFloat16, kInt64});
+    .dtypes({kFloat64, kFloat32, kBFloat16, kInt64})
+    .error_samples([] {
+      return std::vector<OpErrorSample>{
+          {{},
+           {Scalar(0), Scalar(1), int64_t{-2}, kFloat64, Device(kCPU)},
+           "number of steps must be non-negative, got -2",
+           "negative steps"}};
+    });
 
 KILN_REGISTER_OP(logspace)
     .schema(
@@ -166,6 +187,13 @@ KILN_REGISTER_OP(logspace)
         const double x = n == 1 ? s : s + static_cast<double>(i) * (e - s) / (n - 1);
         return std::exp(x * std::log(base));
       })};
+    })
+    .error_samples([] {
+      return std::vector<OpErrorSample>{
+          {{},
+           {Scalar(0), Scalar(1), int64_t{-2}, 10.0, kFloat64, Device(kCPU)},
+           "number of steps must be non-negative, got -2",
+           "negative steps"}};
     });
 
 KILN_REGISTER_OP(eye)
@@ -198,7 +226,14 @@ KILN_REGISTER_OP(eye)
         for (int64_t j = 0; j < m; ++j) d[i * m + j] = i == j ? 1.0 : 0.0;
       return std::vector<Tensor>{out};
     })
-    .dtypes({kFloat64, kFloat32, kInt64, kBool});
+    .dtypes({kFloat64, kFloat32, kInt64, kBool})
+    .error_samples([] {
+      auto at = [](int64_t n, int64_t m) { return Attrs{n, m, kFloat64, Device(kCPU)}; };
+      return std::vector<OpErrorSample>{
+          {{}, at(-1, 2), "n must be greater or equal to 0, got -1", "negative n"},
+          {{}, at(2, -3), "m must be greater or equal to 0, got -3", "negative m"},
+      };
+    });
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& o) {
   static const OpDef& op = get_op("arange");

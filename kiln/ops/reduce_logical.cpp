@@ -77,6 +77,11 @@ void register_logical(const char* op) {
         s.push_back({{z}, {V{0}, true}, "zeros per column"});
         return s;
       })
+      .error_samples([] {
+        return reduce::error_samples({}, [](const std::vector<int64_t>& dims, bool keepdim) {
+          return Attrs{dims, keepdim};
+        });
+      })
       .reference([op](const std::vector<Tensor>& in, const Attrs& a) {
         auto dims = reduce::reduced_dims(op, a.ints(0), in[0].dim());
         return std::vector<Tensor>{reduce::reference(in[0], dims, a.b(1), [](const auto& v) {
@@ -119,6 +124,10 @@ KILN_REGISTER_OP(count_nonzero)
       Tensor z = tensor({{0.0, 1.0, 2.0}, {0.0, 0.0, 0.0}}, TensorOptions(kFloat64)).to(dt);
       s.push_back({{z}, {V{1}}, "zeros per row"});
       return s;
+    })
+    .error_samples([] {
+      return reduce::error_samples(
+          {}, [](const std::vector<int64_t>& dims, bool) { return Attrs{dims}; });
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       auto dims = reduce::reduced_dims("count_nonzero", a.ints(0), in[0].dim());

@@ -67,11 +67,11 @@ Tensor distribute_evenly(const Tensor& grad, const Tensor& x, const Tensor& resu
 }
 
 // amax / amin: attrs (dims, keepdim). max / min: no attrs (all dims).
-MetaFn extreme_meta(const char* op, const char* pytorch_name, bool has_dims) {
-  return [op, pytorch_name, has_dims](const std::vector<Tensor>& in, const Attrs& a) {
+MetaFn extreme_meta(const char* op, bool has_dims) {
+  return [op, has_dims](const std::vector<Tensor>& in, const Attrs& a) {
     std::vector<int64_t> given = has_dims ? a.ints(0) : std::vector<int64_t>{};
     auto dims = reduce::reduced_dims(op, given, in[0].dim());
-    reduce::check_nonempty(pytorch_name, in[0], dims, !given.empty());
+    reduce::check_nonempty(op, in[0], dims, !given.empty());
     bool keepdim = has_dims && a.b(1);
     return meta::one_spec(reduce::reduced_shape(in[0], dims, keepdim), in[0].dtype(),
                           in[0].device());
@@ -79,7 +79,7 @@ MetaFn extreme_meta(const char* op, const char* pytorch_name, bool has_dims) {
 }
 
 template <bool kMax>
-void register_extreme(const char* op, const char* pytorch_name, bool has_dims) {
+void register_extreme(const char* op, bool has_dims) {
   auto dims_of = [op, has_dims](const Tensor& x, const Attrs& a) {
     return reduce::reduced_dims(op, has_dims ? a.ints(0) : std::vector<int64_t>{}, x.dim());
   };
@@ -87,7 +87,7 @@ void register_extreme(const char* op, const char* pytorch_name, bool has_dims) {
       .schema(has_dims
                   ? std::string(op) + "(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor"
                   : std::string(op) + "(Tensor self) -> Tensor")
-      .meta(extreme_meta(op, pytorch_name, has_dims))
+      .meta(extreme_meta(op, has_dims))
       .cpu([op, dims_of](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
         extreme_kernel<kMax>(op, in[0], dims_of(in[0], a), out[0]);
       })
@@ -112,6 +112,19 @@ void register_extreme(const char* op, const char* pytorch_name, bool has_dims) {
         }
         return s;
       })
+      .error_samples([has_dims] {
+        reduce::SampleOptions opt;
+        opt.empty_reduce = false;
+        auto s = reduce::error_samples(opt, [](const std::vector<int64_t>& dims, bool keepdim) {
+          return Attrs{dims, keepdim};
+        });
+        if (has_dims) return s;
+        std::vector<OpErrorSample> full;  // max() / min(): only an empty input fails
+        for (auto& x : s)
+          if (x.inputs[0].numel() == 0 && x.attrs.ints(0).empty())
+            full.push_back({x.inputs, {}, x.expected, x.desc});
+        return full;
+      })
       .reference([dims_of, has_dims](const std::vector<Tensor>& in, const Attrs& a) {
         bool keepdim = has_dims && a.b(1);
         return std::vector<Tensor>{
@@ -127,10 +140,10 @@ void register_extreme(const char* op, const char* pytorch_name, bool has_dims) {
 }
 
 [[maybe_unused]] const bool registered_extremes = [] {
-  register_extreme<true>("amax", "amax()", true);
-  register_extreme<false>("amin", "amin()", true);
-  register_extreme<true>("max", "max()", false);
-  register_extreme<false>("min", "min()", false);
+  register_extreme<true>("amax", true);
+  register_extreme<false>("amin", true);
+  register_extreme<true>("max", false);
+  register_extreme<false>("min", false);
   return true;
 }();
 
@@ -162,15 +175,15 @@ Tensor index_backward(const Tensor& grad, const Tensor& x, const Tensor& indices
 }
 
 template <bool kMax>
-void register_extreme_dim(const char* op, const char* pytorch_name) {
+void register_extreme_dim(const char* op) {
   register_op(op)
       .schema(std::string(kMax ? "max" : "min") +
               ".dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
-      .meta([pytorch_name](const std::vector<Tensor>& in, const Attrs& a) {
-        const int64_t dim = meta::wrap_dim(pytorch_name, a.i(0), in[0].dim());
+      .meta([op](const std::vector<Tensor>& in, const Attrs& a) {
+        const int64_t dim = meta::wrap_dim(op, a.i(0), in[0].dim());
         std::vector<int64_t> dims =
             in[0].dim() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{dim};
-        reduce::check_nonempty(pytorch_name, in[0], dims, true);
+        reduce::check_nonempty(op, in[0], dims, true);
         SymShape shape = reduce::reduced_shape(in[0], dims, a.b(1));
         return std::vector<TensorSpec>{meta::spec(shape, in[0].dtype(), in[0].device()),
                                        meta::spec(shape, kInt64, in[0].device())};
@@ -194,6 +207,15 @@ void register_extreme_dim(const char* op, const char* pytorch_name) {
           return Attrs{dims.at(0), keepdim};
         });
       })
+      .error_samples([] {
+        reduce::SampleOptions opt;
+        opt.empty_reduce = false;
+        opt.multi_dim = false;
+        opt.full = false;
+        return reduce::error_samples(opt, [](const std::vector<int64_t>& dims, bool keepdim) {
+          return Attrs{dims.at(0), keepdim};
+        });
+      })
       .reference([op](const std::vector<Tensor>& in, const Attrs& a) {
         auto dims = reduce::reduced_dims(op, {a.i(0)}, in[0].dim());
         std::vector<Tensor> out;
@@ -213,15 +235,15 @@ void register_extreme_dim(const char* op, const char* pytorch_name) {
 }
 
 template <bool kMax>
-void register_arg(const char* op, const char* pytorch_name) {
+void register_arg(const char* op) {
   register_op(op)
       .schema(std::string(op) + "(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")
-      .meta([op, pytorch_name](const std::vector<Tensor>& in, const Attrs& a) {
+      .meta([op](const std::vector<Tensor>& in, const Attrs& a) {
         const Tensor& x = in[0];
         auto dim = a.opt_i(0);
         std::vector<int64_t> dims = reduce::reduced_dims(
             op, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{}, x.dim());
-        reduce::check_nonempty(pytorch_name, x, dims, dim.has_value());
+        reduce::check_nonempty(op, x, dims, dim.has_value());
         return meta::one_spec(reduce::reduced_shape(x, dims, a.b(1)), kInt64, x.device());
       })
       .cpu([op](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
@@ -243,6 +265,14 @@ void register_arg(const char* op, const char* pytorch_name) {
           return Attrs{dims.empty() ? AttrValue(std::monostate{}) : AttrValue(dims[0]), keepdim};
         });
       })
+      .error_samples([] {
+        reduce::SampleOptions opt;
+        opt.empty_reduce = false;
+        opt.multi_dim = false;
+        return reduce::error_samples(opt, [](const std::vector<int64_t>& dims, bool keepdim) {
+          return Attrs{dims.empty() ? AttrValue(std::monostate{}) : AttrValue(dims[0]), keepdim};
+        });
+      })
       .reference([op](const std::vector<Tensor>& in, const Attrs& a) {
         auto dim = a.opt_i(0);
         auto dims = reduce::reduced_dims(
@@ -260,10 +290,10 @@ void register_arg(const char* op, const char* pytorch_name) {
 }
 
 [[maybe_unused]] const bool registered_args = [] {
-  register_extreme_dim<true>("max_dim", "max()");
-  register_extreme_dim<false>("min_dim", "min()");
-  register_arg<true>("argmax", "argmax()");
-  register_arg<false>("argmin", "argmin()");
+  register_extreme_dim<true>("max_dim");
+  register_extreme_dim<false>("min_dim");
+  register_arg<true>("argmax");
+  register_arg<false>("argmin");
   return true;
 }();
 

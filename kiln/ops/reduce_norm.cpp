@@ -219,7 +219,9 @@ KILN_REGISTER_OP(norm)
         for (int64_t d : n.dims) {
           auto size = x.size(d).maybe_int();
           KILN_CHECK(!size || *size != 0, "norm: cannot compute the ", n.p,
-                     " norm on an empty tensor because the operation does not have an identity");
+                     " norm on an empty tensor because the operation does not have an identity "
+                     "(dim ",
+                     d, " of the input ", x.sizes(), " is empty)");
         }
       }
       return meta::one_spec(reduce::reduced_shape(x, n.dims, n.keepdim), dt ? *dt : x.dtype(),
@@ -253,6 +255,27 @@ KILN_REGISTER_OP(norm)
       return std::vector<Tensor>{norm_backward(c.grad(), x, c.output(), norm_args(x, c.attrs))};
     })
     .samples(norm_samples)
+    .error_samples([] {
+      using V = std::vector<int64_t>;
+      const std::monostate none;
+      auto s = reduce::error_samples({}, [none](const V& dims, bool keepdim) {
+        return Attrs{2.0, dims, keepdim, none};
+      });
+      s.push_back({{samples::make({3}, kInt64)},
+                   {2.0, V{}, false, none},
+                   "Expected a floating point or complex tensor as input. Got int64",
+                   "integers"});
+      s.push_back({{samples::make({3}, kFloat32)},
+                   {2.0, V{}, false, kInt64},
+                   "the dtype argument must be a floating point dtype, got int64",
+                   "integer dtype"});
+      s.push_back({{samples::make({0, 3}, kFloat32)},
+                   {INFINITY, V{0}, false, none},
+                   "cannot compute the inf norm on an empty tensor because the operation does not "
+                   "have an identity (dim 0 of the input [0, 3] is empty)",
+                   "inf norm of an empty dim"});
+      return s;
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       return std::vector<Tensor>{norm_reference(in[0], norm_args(in[0], a))};
     })
@@ -304,6 +327,11 @@ KILN_REGISTER_OP(logsumexp)
         s.push_back({{samples::make({2, 3}, dt, 1000, 1010)}, {V{1}, true}, "large values"});
       }
       return s;
+    })
+    .error_samples([] {
+      return reduce::error_samples({}, [](const std::vector<int64_t>& dims, bool keepdim) {
+        return Attrs{dims, keepdim};
+      });
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       auto dims = reduce::reduced_dims("logsumexp", a.ints(0), in[0].dim());

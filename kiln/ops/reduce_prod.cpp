@@ -90,6 +90,18 @@ KILN_REGISTER_OP(prod)
       s.push_back({{samples::make({3, 4}, dt, -2, 2)}, {V{1}, false, kFloat64}, "dtype float64"});
       return s;
     })
+    .error_samples([] {
+      using V = std::vector<int64_t>;
+      auto s = reduce::error_samples({}, [](const V& dims, bool keepdim) {
+        return Attrs{dims, keepdim, std::monostate{}};
+      });
+      s.push_back({{samples::make({3}, kFloat32)},
+                   {V{}, false, kBool},
+                   "not supported for dtype bool",
+                   "dtype bool",
+                   /*in_meta=*/false});
+      return s;
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       auto dims = reduce::reduced_dims("prod", a.ints(0), in[0].dim());
       return std::vector<Tensor>{reduce::reference(in[0], dims, a.b(1), [](const auto& v) {

@@ -93,6 +93,21 @@ MetaFn scan_meta(const char* op) {
   };
 }
 
+std::vector<OpErrorSample> scan_error_samples() {
+  reduce::SampleOptions opt;
+  opt.multi_dim = false;
+  opt.full = false;
+  auto s = reduce::error_samples(opt, [](const std::vector<int64_t>& dims, bool) {
+    return Attrs{dims.at(0), std::monostate{}};
+  });
+  s.push_back({{samples::make({3}, kFloat32)},
+               {int64_t{0}, kBool},
+               "not supported for dtype bool",
+               "dtype bool",
+               /*in_meta=*/false});
+  return s;
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(cumsum)
@@ -105,6 +120,7 @@ KILN_REGISTER_OP(cumsum)
       return std::vector<Tensor>{reverse_cumsum(c.grad(), scan_dim("cumsum", x, c.attrs))};
     })
     .samples([](ScalarType dt) { return scan_samples(dt, -3, 3); })
+    .error_samples(scan_error_samples)
     .reference(scan_reference<false>("cumsum"))
     .dtypes(reduce::kAllDtypes)
     .lowering("scan:sum");
@@ -131,6 +147,7 @@ KILN_REGISTER_OP(cumprod)
       s.push_back({{z}, {int64_t{0}, std::monostate{}}, "zeros along columns"});
       return s;
     })
+    .error_samples(scan_error_samples)
     .reference(scan_reference<true>("cumprod"))
     .dtypes(reduce::kNumericDtypes)
     .lowering("scan:prod");

@@ -62,13 +62,13 @@ ScalarType sum_dtype(ScalarType in, std::optional<ScalarType> requested) {
 ScalarType mean_dtype(ScalarType in, std::optional<ScalarType> requested) {
   if (requested) {
     KILN_CHECK(is_floating_point(*requested),
-               "mean(): could not infer output dtype. Optional dtype must be either a floating "
+               "mean: could not infer output dtype. Optional dtype must be either a floating "
                "point or complex dtype. Got: ",
                *requested);
     return *requested;
   }
   KILN_CHECK(is_floating_point(in),
-             "mean(): could not infer output dtype. Input dtype must be either a floating point "
+             "mean: could not infer output dtype. Input dtype must be either a floating point "
              "or complex dtype. Got: ",
              in);
   return in;
@@ -82,11 +82,13 @@ MetaFn sum_meta(const char* op, ScalarType (*dtype)(ScalarType, std::optional<Sc
   };
 }
 
+Attrs sum_attrs(const std::vector<int64_t>& dims, bool keepdim) {
+  return {dims, keepdim, std::monostate{}};
+}
+
 std::vector<OpSample> sum_samples(ScalarType dt, bool integer_needs_dtype) {
   using V = std::vector<int64_t>;
-  auto s = reduce::samples(dt, {}, [](const V& dims, bool keepdim) {
-    return Attrs{dims, keepdim, std::monostate{}};
-  });
+  auto s = reduce::samples(dt, {}, sum_attrs);
   s.push_back({{samples::make({3, 4}, dt)}, {V{1}, false, kFloat64}, "dtype float64"});
   if (integer_needs_dtype) {
     s.push_back({{samples::make({3, 4}, kInt32)}, {V{0}, true, kFloat64}, "int32 with dtype"});
@@ -117,6 +119,15 @@ KILN_REGISTER_OP(sum)
       return std::vector<Tensor>{reduce::expand_back(c.grad(), x, dims, c.attrs.b(1))};
     })
     .samples([](ScalarType dt) { return sum_samples(dt, false); })
+    .error_samples([] {
+      auto s = reduce::error_samples({}, sum_attrs);
+      s.push_back({{samples::make({3}, kFloat32)},
+                   {std::vector<int64_t>{}, false, kBool},
+                   "not supported for dtype bool",
+                   "dtype bool",
+                   /*in_meta=*/false});
+      return s;
+    })
     .reference(sum_reference(false))
     .dtypes(reduce::kAllDtypes)
     .lowering("reduction:sum");
@@ -132,6 +143,18 @@ KILN_REGISTER_OP(mean)
       return std::vector<Tensor>{reduce::expand_back(c.grad(), x, dims, c.attrs.b(1)) * (1 / n)};
     })
     .samples([](ScalarType dt) { return sum_samples(dt, true); })
+    .error_samples([] {
+      auto s = reduce::error_samples({}, sum_attrs);
+      s.push_back({{samples::make({3}, kInt64)},
+                   sum_attrs({}, false),
+                   "Input dtype must be either a floating point or complex dtype. Got: int64",
+                   "integers"});
+      s.push_back({{samples::make({3}, kFloat32)},
+                   {std::vector<int64_t>{}, false, kInt64},
+                   "Optional dtype must be either a floating point or complex dtype. Got: int64",
+                   "integer dtype"});
+      return s;
+    })
     .reference(sum_reference(true))
     .dtypes(reduce::kFloatDtypes)
     .lowering("reduction:mean");

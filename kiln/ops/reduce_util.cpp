@@ -99,6 +99,33 @@ std::vector<OpSample> samples(ScalarType dt, const SampleOptions& opt, const Sam
   return s;
 }
 
+std::vector<OpErrorSample> error_samples(const SampleOptions& opt, const SampleAttrs& attrs) {
+  const Tensor x = samples::make({3, 4}, kFloat32), empty = samples::make({0, 3}, kFloat32);
+  std::vector<OpErrorSample> s = {
+      {{x},
+       attrs({2}, false),
+       "dimension out of range (expected to be in range of [-2, 1], but got 2)",
+       "dim out of range"},
+  };
+  if (opt.multi_dim)
+    s.push_back({{x},
+                 attrs({1, -1}, false),
+                 "dim 1 appears multiple times in the list of dims",
+                 "repeated dim"});
+  if (!opt.empty_reduce) {
+    if (opt.full)
+      s.push_back({{empty},
+                   attrs({}, false),
+                   "Expected reduction dim to be specified for input.numel() == 0",
+                   "empty input without dims"});
+    s.push_back({{empty},
+                 attrs({0}, false),
+                 "Expected reduction dim 0 to have non-zero size",
+                 "zero-size dim"});
+  }
+  return s;
+}
+
 namespace {
 // The flat index, over `keep` (x's sizes with size 1 where masked), of x's element i.
 int64_t group_of(int64_t i, const std::vector<int64_t>& sizes, const std::vector<int64_t>& keep) {

@@ -35,6 +35,9 @@ struct SampleOptions {
 // Representative reductions: all dims, one dim, keepdim, several dims, a dim that is not
 // innermost, non-contiguous, transposed and permuted inputs, 0-dim, zero-size.
 std::vector<OpSample> samples(ScalarType dtype, const SampleOptions& opt, const SampleAttrs& attrs);
+// Error samples of the dim checks on a [3, 4] input: a dim out of range, a repeated dim (multi_dim)
+// and, unless empty_reduce, a zero-size input without dims (full) or with a zero-size dim.
+std::vector<OpErrorSample> error_samples(const SampleOptions& opt, const SampleAttrs& attrs);
 
 // Float64 reference of a reduction: `f` gets the values of each output's slice of x, in
 // logical order; the result has the reduced shape.

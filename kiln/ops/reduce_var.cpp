@@ -140,6 +140,17 @@ void register_var(const char* op, bool take_sqrt, bool with_mean) {
         }
         return s;
       })
+      .error_samples([] {
+        using V = std::vector<int64_t>;
+        auto s = reduce::error_samples({}, [](const V& dims, bool keepdim) {
+          return Attrs{dims, 1.0, keepdim};
+        });
+        s.push_back({{samples::make({3}, kInt64)},
+                     {V{}, 1.0, false},
+                     "only support floating point and complex dtypes (got int64)",
+                     "integers"});
+        return s;
+      })
       .reference([op, take_sqrt, with_mean](const std::vector<Tensor>& in, const Attrs& a) {
         VarArgs v = var_args(op, in[0], a);
         std::vector<Tensor> out;

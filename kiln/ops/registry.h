@@ -43,6 +43,16 @@ struct OpSample {
   bool check_grad = true;  // false where finite differences are unreliable (kinks, ties)
 };
 
+// A call the op must reject, for the op-table tests: it throws a kiln::Error whose message
+// starts with "<op name>: " and contains `expected` (the offending sizes, values or dtypes).
+struct OpErrorSample {
+  std::vector<Tensor> inputs;
+  Attrs attrs;
+  std::string expected;
+  std::string desc;
+  bool in_meta = true;  // false: the kernel checks it (it reads values), so meta tensors pass
+};
+
 using MetaFn = std::function<std::vector<TensorSpec>(const std::vector<Tensor>&, const Attrs&)>;
 using KernelFn =
     std::function<void(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&)>;
@@ -50,6 +60,7 @@ using BackwardFn = std::function<std::vector<Tensor>(const BackwardContext&)>;
 using SampleFn = std::function<std::vector<OpSample>(ScalarType dtype)>;
 // Float64 reference computed independently of the kernels (naive loops or closed forms).
 using ReferenceFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&, const Attrs&)>;
+using ErrorSampleFn = std::function<std::vector<OpErrorSample>()>;
 
 struct OpDef {
   std::string name;
@@ -59,6 +70,7 @@ struct OpDef {
   BackwardFn backward_;
   SampleFn samples_;
   ReferenceFn reference_;
+  ErrorSampleFn error_samples_;
   std::vector<ScalarType> dtypes_;  // dtypes the op-table tests run
   std::string lowering_;            // how the compiler expresses it ("pointwise:...", "view", ...)
   bool has_jvp = false;
@@ -81,6 +93,7 @@ struct OpDef {
   OpDef& backward(BackwardFn f) { backward_ = std::move(f); return *this; }
   OpDef& samples(SampleFn f) { samples_ = std::move(f); return *this; }
   OpDef& reference(ReferenceFn f) { reference_ = std::move(f); return *this; }
+  OpDef& error_samples(ErrorSampleFn f) { error_samples_ = std::move(f); return *this; }
   OpDef& dtypes(std::vector<ScalarType> d) { dtypes_ = std::move(d); return *this; }
   OpDef& lowering(std::string l) { lowering_ = std::move(l); return *this; }
   OpDef& view() { is_view = true; saves_input_metadata = true; return *this; }

@@ -8,6 +8,7 @@
 #include "kiln/ops/meta.h"
 #include "kiln/ops/nn_util.h"
 #include "kiln/ops/rnn_util.h"
+#include "kiln/ops/samples.h"
 
 namespace kiln {
 namespace {
@@ -19,9 +20,15 @@ struct SymDims {
   SymInt T, N, I, H, P;
 };
 
+// The entry's name: the cell's, with "_backward" for the backward entry.
+std::string entry_name(RnnCell cell, bool backward) {
+  return std::string(rnn_util::op_name(cell)) + (backward ? "_backward" : "");
+}
+
 // Checks every operand's rank, dtype and size against x and the weights; returns the sizes.
-SymDims check_operands(RnnCell cell, const Operands& o) {
-  const char* op = rnn_util::op_name(cell);
+// Errors name the forward entry or, with `backward`, the backward entry.
+SymDims check_operands(RnnCell cell, const Operands& o, bool backward) {
+  const std::string op = entry_name(cell, backward);
   const int64_t g = cpu::rnn_gates(cell);
   const Tensor& x = o.x;
   KILN_CHECK(x.dim() == 3, op, ": expected input of shape [T, N, input_size], got ", x.sizes());
@@ -57,7 +64,7 @@ SymDims check_operands(RnnCell cell, const Operands& o) {
 
 std::vector<TensorSpec> forward_meta(RnnCell cell, const std::vector<Tensor>& in) {
   const Operands o = rnn_util::operands(cell, in);
-  const SymDims d = check_operands(cell, o);
+  const SymDims d = check_operands(cell, o, false);
   const ScalarType dt = o.x.dtype();
   const Device dev = o.x.device();
   std::vector<TensorSpec> out{meta::spec({d.T, d.N, d.P}, dt, dev),
@@ -70,17 +77,17 @@ std::vector<TensorSpec> forward_meta(RnnCell cell, const std::vector<Tensor>& in
 std::vector<TensorSpec> backward_meta(RnnCell cell, const std::vector<Tensor>& in) {
   const size_t k = rnn_util::num_outputs(cell);
   const Operands o = rnn_util::operands(cell, in, k);
-  const SymDims d = check_operands(cell, o);
-  const char* op = rnn_util::op_name(cell);
+  const SymDims d = check_operands(cell, o, true);
+  const std::string op = entry_name(cell, true);
   const SymShape y_shape{d.T, d.N, d.P};
   const SymShape grad_shapes[] = {y_shape, {d.N, d.P}, {d.N, d.H}};
   for (size_t i = 0; i < k; ++i) {
     KILN_CHECK(!in[i].defined() || in[i].sizes() == SymIntArrayRef(grad_shapes[i]), op,
-               "_backward: expected the gradient of output ", i, " of shape ",
+               ": expected the gradient of output ", i, " of shape ",
                SymIntArrayRef(grad_shapes[i]), ", got ", in[i].sizes());
   }
   const Tensor& y = in[k + rnn_util::num_inputs(cell)];
-  KILN_CHECK(y.sizes() == SymIntArrayRef(y_shape), op, "_backward: expected the output of shape ",
+  KILN_CHECK(y.sizes() == SymIntArrayRef(y_shape), op, ": expected the output of shape ",
              SymIntArrayRef(y_shape), ", got ", y.sizes());
   const ScalarType dt = o.x.dtype();
   const Device dev = o.x.device();
@@ -95,8 +102,8 @@ std::vector<TensorSpec> backward_meta(RnnCell cell, const std::vector<Tensor>& i
   return out;
 }
 
-cpu::RnnDims concrete_dims(RnnCell cell, const Operands& o, bool reverse) {
-  const SymDims s = check_operands(cell, o);
+cpu::RnnDims concrete_dims(RnnCell cell, const Operands& o, bool reverse, bool backward) {
+  const SymDims s = check_operands(cell, o, backward);
   return {
       cell,   s.T.guard_int(), s.N.guard_int(), s.I.guard_int(), s.H.guard_int(), s.P.guard_int(),
       reverse};
@@ -133,7 +140,7 @@ void store_all(std::vector<Tensor>& out, const std::vector<Tensor>& computed) {
 void forward_kernel(RnnCell cell, const std::vector<Tensor>& in, std::vector<Tensor>& out,
                     const Attrs& a) {
   const Operands o = rnn_util::operands(cell, in);
-  const cpu::RnnDims d = concrete_dims(cell, o, a.b(0));
+  const cpu::RnnDims d = concrete_dims(cell, o, a.b(0), false);
   const Operands c = compute_operands(o);
   std::vector<Tensor> r = compute_outputs(out, c.x.dtype());
   nn_util::visit_compute(c.x.dtype(), rnn_util::op_name(cell), [&](auto tag) {
@@ -149,7 +156,7 @@ void backward_kernel(RnnCell cell, const std::vector<Tensor>& in, std::vector<Te
                      const Attrs& a) {
   const size_t k = rnn_util::num_outputs(cell);
   const Operands o = rnn_util::operands(cell, in, k);
-  const cpu::RnnDims d = concrete_dims(cell, o, a.b(0));
+  const cpu::RnnDims d = concrete_dims(cell, o, a.b(0), true);
   const Operands c = compute_operands(o);
   const Tensor y = nn_util::as_compute(in[k + rnn_util::num_inputs(cell)]);
   std::vector<Tensor> grads_in;
@@ -202,6 +209,66 @@ std::string schema(RnnCell cell, bool backward) {
          (lstm ? ", Tensor grad_w_hr)" : ")");
 }
 
+// Error samples of the operand checks, from the cell's first sample; `backward`: for the backward
+// entry (gradients first, the output last).
+std::vector<OpErrorSample> error_samples(RnnCell cell, bool backward) {
+  const size_t k = backward ? rnn_util::num_outputs(cell) : 0;
+  const OpSample base = backward ? rnn_util::backward_samples(cell, kFloat32).at(0)
+                                 : rnn_util::forward_samples(cell, kFloat32).at(0);
+  const Operands o = rnn_util::operands(cell, base.inputs, k);
+  std::vector<OpErrorSample> s;
+  // base's inputs with the forward operands replaced by `changed`.
+  auto add = [&](const Operands& changed, std::string expected, const char* desc) {
+    std::vector<Tensor> in = base.inputs;
+    const std::vector<Tensor> ops = rnn_util::to_inputs(cell, changed);
+    std::copy(ops.begin(), ops.end(), in.begin() + static_cast<std::ptrdiff_t>(k));
+    s.push_back({std::move(in), base.attrs, std::move(expected), desc});
+  };
+  const std::vector<int64_t> xs = nn_util::concrete_sizes(o.x);
+  Operands c = o;
+  c.x = o.x.select(1, 0);
+  add(c, detail::str_cat("expected input of shape [T, N, input_size], got ", c.x.sizes()),
+      "input of rank 2");
+  c = o;
+  c.x = o.x.to(kInt64);
+  add(c, "expected a floating point input, got int64", "integer input");
+  c = o;
+  c.w_ih = o.w_ih.select(1, 0);
+  add(c, detail::str_cat("input_size], got ", c.w_ih.sizes()), "w_ih of rank 1");
+  c = o;
+  c.x = samples::make({xs[0], xs[1], xs[2] + 1}, kFloat32);
+  add(c,
+      detail::str_cat("has ", xs[2] + 1, " features but w_ih ", o.w_ih.sizes(), " expects ", xs[2]),
+      "input size");
+  c = o;
+  c.h0 = Tensor();
+  add(c, "the initial hidden state is required", "no h0");
+  c = o;
+  c.h0 = samples::make({xs[1] + 1, o.h0.size(1).guard_int()}, kFloat32);
+  add(c, detail::str_cat("expected h0 of shape ", o.h0.sizes(), ", got ", c.h0.sizes()),
+      "h0's shape");
+  c = o;
+  c.w_hh = o.w_hh.to(kFloat64);
+  add(c, "expected w_hh of dtype float32 (the input's), got float64", "w_hh's dtype");
+  if (rnn_util::is_lstm(cell)) {
+    const int64_t h = o.w_hh.size(1).guard_int();
+    c = o;
+    c.w_hr = samples::make({2, h + 1}, kFloat32);
+    add(c, detail::str_cat("expected w_hr of shape [proj_size, ", h, "], got ", c.w_hr.sizes()),
+        "w_hr's shape");
+  }
+  if (backward) {
+    std::vector<Tensor> in = base.inputs;
+    in[0] = samples::make({1}, kFloat32);
+    s.push_back(
+        {in, base.attrs, "expected the gradient of output 0 of shape ", "gradient's shape"});
+    in = base.inputs;
+    in.back() = samples::make({1}, kFloat32);
+    s.push_back({in, base.attrs, "expected the output of shape ", "output's shape"});
+  }
+  return s;
+}
+
 // Registers `<name>` and `<name>_backward` for one cell type. The backward entry has no backward
 // of its own: double backward through recurrent layers is not supported.
 bool define_entries(RnnCell cell) {
@@ -214,6 +281,7 @@ bool define_entries(RnnCell cell) {
                    .cpu([cell](const std::vector<Tensor>& in, std::vector<Tensor>& out,
                                const Attrs& a) { backward_kernel(cell, in, out, a); })
                    .samples([cell](ScalarType dt) { return rnn_util::backward_samples(cell, dt); })
+                   .error_samples([cell] { return error_samples(cell, true); })
                    .dtypes({kFloat64, kFloat32})
                    .lowering("extern:" + name + "_backward");
   register_op(name)
@@ -225,6 +293,7 @@ bool define_entries(RnnCell cell) {
       .save_outputs(true)
       .backward([cell, &bwd](const BackwardContext& c) { return forward_backward(cell, bwd, c); })
       .samples([cell](ScalarType dt) { return rnn_util::forward_samples(cell, dt); })
+      .error_samples([cell] { return error_samples(cell, false); })
       .reference([cell](const std::vector<Tensor>& in, const Attrs& a) {
         return rnn_util::reference(cell, in, a.b(0));
       })

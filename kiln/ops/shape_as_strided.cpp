@@ -148,6 +148,28 @@ KILN_REGISTER_OP(as_strided)
           })};
     })
     .dtypes({kFloat64, kFloat32, kInt64})
+    .error_samples([] {
+      using S = SymShape;
+      const Tensor x = samples::make({12}, kFloat32);
+      const std::monostate none;
+      return std::vector<OpErrorSample>{
+          {{x},
+           {S{3, 2}, S{1}, none},
+           "mismatch in length of strides and shape (got 2 sizes and 1 "
+           "strides)",
+           "lengths"},
+          {{x},
+           {S{3, 2}, S{-1, 1}, none},
+           "negative size or stride in size [3, 2], stride [-1, 1]",
+           "negative stride"},
+          {{x}, {S{3}, S{1}, SymInt(-1)}, "negative storage offset -1", "negative offset"},
+          {{x},
+           {S{3, 4}, S{4, 1}, SymInt(2)},
+           "storage size of 12 elements is too small for size [3, 4], stride [4, 1] and offset 2",
+           "past the storage",
+           /*in_meta=*/false},
+      };
+    })
     .lowering("view");
 
 KILN_REGISTER_OP(as_strided_backward)
@@ -164,6 +186,19 @@ KILN_REGISTER_OP(as_strided_backward)
       return meta::one_spec(a.shape(3), in[0].dtype(), in[0].device());
     })
     .cpu(as_strided_backward_kernel)
+    .error_samples([] {
+      using S = SymShape;
+      return std::vector<OpErrorSample>{
+          {{samples::make({3, 2}, kFloat32)},
+           backward_attrs(S{3, 2}, S{1}, 0, S{12}, S{1}, 0, true),
+           "mismatch in length of strides and shape (got 2 sizes and 1 strides)",
+           "lengths"},
+          {{samples::make({3, 3}, kFloat32)},
+           backward_attrs(S{3, 2}, S{4, 1}, 0, S{12}, S{1}, 0, true),
+           "grad_output of shape [3, 3] does not match the view's shape [3, 2]",
+           "grad's shape"},
+      };
+    })
     .backward([](const BackwardContext& c) {
       const Attrs& a = c.attrs;
       return std::vector<Tensor>{

@@ -37,7 +37,8 @@ std::vector<TensorSpec> cat_meta(const std::vector<Tensor>& in, const Attrs& a) 
     const Tensor& t = in[i];
     if (legacy_empty(t)) continue;
     KILN_CHECK(t.dim() == ref->dim(), "cat: Tensors must have same number of dimensions: got ",
-               ref->dim(), " and ", t.dim());
+               ref->dim(), " and ", t.dim(), " (shapes ", ref->sizes(), " and ", t.sizes(),
+               " for tensor number ", i, ")");
     for (int64_t d = 0; d < t.dim(); ++d) {
       if (d == dim) continue;
       KILN_CHECK(t.size(d) == ref->size(d), "cat: Sizes of tensors must match except in dimension ",
@@ -170,6 +171,26 @@ KILN_REGISTER_OP(cat)
       return grads;
     })
     .samples(cat_samples)
+    .error_samples([] {
+      using samples::make;
+      const Tensor x = make({2, 3}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{}, {int64_t{0}}, "expected a non-empty list of Tensors", "no tensors"},
+          {{x, make({}, kFloat32)},
+           {int64_t{0}},
+           "zero-dimensional tensor (at position 1)",
+           "0-dim tensor"},
+          {{x, make({2, 3, 1}, kFloat32)},
+           {int64_t{0}},
+           "got 2 and 3 (shapes [2, 3] and [2, 3, 1] for tensor number 1)",
+           "ranks"},
+          {{x, make({2, 4}, kFloat32)},
+           {int64_t{0}},
+           "Expected size 3 but got size 4 for tensor number 1",
+           "sizes"},
+          {{x, x}, {int64_t{2}}, "expected to be in range of [-2, 1], but got 2", "dim"},
+      };
+    })
     .reference(cat_reference)
     .dtypes({kFloat64, kFloat32, kInt64, kBool})
     .lowering("extern:cat");
@@ -182,13 +203,13 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) { return cat(tens
 Tensor concatenate(const std::vector<Tensor>& tensors, int64_t dim) { return cat(tensors, dim); }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-  KILN_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
+  KILN_CHECK(!tensors.empty(), "stack: expects a non-empty TensorList");
   const int64_t d = meta::wrap_dim("stack", dim, tensors[0].dim() + 1);
   std::vector<Tensor> parts;
   parts.reserve(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     KILN_CHECK(tensors[i].sizes() == tensors[0].sizes(),
-               "stack expects each tensor to be equal size, but got ", tensors[0].sizes(),
+               "stack: expects each tensor to be equal size, but got ", tensors[0].sizes(),
                " at entry 0 and ", tensors[i].sizes(), " at entry ", i);
     parts.push_back(tensors[i].unsqueeze(d));
   }

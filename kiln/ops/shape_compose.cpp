@@ -13,7 +13,8 @@ Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
   if (self.dim() == 0) return self.reshape({1});
   const int64_t s = meta::wrap_dim("flatten", start_dim, self.dim());
   const int64_t e = meta::wrap_dim("flatten", end_dim, self.dim());
-  KILN_CHECK(s <= e, "flatten() has invalid args: start_dim cannot come after end_dim");
+  KILN_CHECK(s <= e, "flatten: start_dim cannot come after end_dim (got start_dim=", start_dim,
+             ", end_dim=", end_dim, ")");
   if (s == e) return self;
   SymShape sizes;
   for (int64_t d = 0; d < s; ++d) sizes.push_back(self.size(d));
@@ -85,14 +86,13 @@ Tensor moveaxis(const Tensor& self, IntArrayRef source, IntArrayRef destination)
 Tensor broadcast_to(const Tensor& self, SymIntList size) { return expand(self, std::move(size)); }
 
 std::vector<Tensor> split(const Tensor& self, SymInt split_size, int64_t dim) {
-  KILN_CHECK(self.dim() > 0, "split expects at least a 1-dimensional tensor");
+  KILN_CHECK(self.dim() > 0, "split: expects at least a 1-dimensional tensor");
   const int64_t d = meta::wrap_dim("split", dim, self.dim());
   const SymInt size = self.size(d);
   KILN_CHECK(split_size >= 0,
-             "split expects split_size be non-negative, but got split_size=", split_size);
+             "split: expects split_size be non-negative, but got split_size=", split_size);
   KILN_CHECK(split_size != 0 || size == 0,
-             "split_size can only be 0 if dimension size is 0, "
-             "but got dimension size of ",
+             "split: split_size can only be 0 if dimension size is 0, but got dimension size of ",
              size);
   int64_t count = 1;
   if (split_size != 0)
@@ -112,18 +112,18 @@ std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim) {
 }
 
 std::vector<Tensor> split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
-  KILN_CHECK(self.dim() > 0, "split_with_sizes expects at least a 1-dimensional tensor");
+  KILN_CHECK(self.dim() > 0, "split_with_sizes: expects at least a 1-dimensional tensor");
   const int64_t d = meta::wrap_dim("split_with_sizes", dim, self.dim());
   const SymInt size = self.size(d);
   int64_t total = 0;
   for (int64_t s : split_sizes) {
     KILN_CHECK(s >= 0,
-               "split_with_sizes expects split_sizes have only non-negative entries, but "
+               "split_with_sizes: expects split_sizes have only non-negative entries, but "
                "got split_sizes=",
                split_sizes);
     total += s;
   }
-  KILN_CHECK(size == total, "split_with_sizes expects split_sizes to sum exactly to ", size,
+  KILN_CHECK(size == total, "split_with_sizes: expects split_sizes to sum exactly to ", size,
              " (input tensor's size at dimension ", d, "), but got split_sizes=", split_sizes);
   std::vector<Tensor> out;
   int64_t start = 0;
@@ -139,8 +139,8 @@ std::vector<Tensor> split(const Tensor& self, IntArrayRef split_sizes, int64_t d
 }
 
 std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim) {
-  KILN_CHECK(self.dim() > 0, "chunk expects at least a 1-dimensional tensor");
-  KILN_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
+  KILN_CHECK(self.dim() > 0, "chunk: expects at least a 1-dimensional tensor");
+  KILN_CHECK(chunks > 0, "chunk: expects `chunks` to be greater than 0, got: ", chunks);
   const int64_t d = meta::wrap_dim("chunk", dim, self.dim());
   const SymInt size = self.size(d);
   const SymInt split_size = (size + chunks - 1) / chunks;
@@ -170,8 +170,8 @@ Tensor Tensor::unflatten(int64_t dim, SymIntList sizes) const {
   return kiln::unflatten(*this, dim, std::move(sizes));
 }
 Tensor Tensor::mT() const {
-  KILN_CHECK(dim() >= 2, "tensor.mT is only supported on matrices or batches of matrices. Got ",
-             dim(), "-D tensor.");
+  KILN_CHECK(dim() >= 2, "mT: is only supported on matrices or batches of matrices. Got ", dim(),
+             "-D tensor.");
   return transpose(-2, -1);
 }
 Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.sym_sizes()); }

@@ -41,8 +41,8 @@ std::vector<int64_t> roll_shifts(const char* op, const Tensor& x, const Attrs& a
 // Shapes of repeat: repeats has at least x.dim() entries; x is aligned to the trailing ones.
 SymShape repeat_sizes(const Tensor& x, const SymShape& r) {
   KILN_CHECK(static_cast<int64_t>(r.size()) >= x.dim(),
-             "repeat: Number of dimensions of repeat "
-             "dims can not be smaller than number of dimensions of tensor");
+             "repeat: Number of dimensions of repeat dims (", r.size(),
+             ") can not be smaller than number of dimensions of tensor (", x.dim(), ")");
   const int64_t lead = static_cast<int64_t>(r.size()) - x.dim();
   SymShape sizes;
   for (size_t k = 0; k < r.size(); ++k) {
@@ -105,7 +105,8 @@ std::vector<OpSample> triangle_samples(ScalarType dt) {
 }
 
 std::vector<TensorSpec> triangle_meta(const char* op, const std::vector<Tensor>& in) {
-  KILN_CHECK(in[0].dim() >= 2, op, ": input tensor must have at least 2 dimensions");
+  KILN_CHECK(in[0].dim() >= 2, op, ": input tensor must have at least 2 dimensions, got shape ",
+             in[0].sizes());
   return same_shape(in[0]);
 }
 
@@ -146,6 +147,13 @@ KILN_REGISTER_OP(flip)
       })};
     })
     .dtypes(kCopyDtypes)
+    .error_samples([] {
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x}, {V{2}}, "expected to be in range of [-2, 1], but got 2", "dim"},
+          {{x}, {V{1, -1}}, "dim 1 appears multiple times in the list of dims", "repeated dim"},
+      };
+    })
     .lowering("extern:flip");
 
 KILN_REGISTER_OP(roll)
@@ -192,6 +200,17 @@ KILN_REGISTER_OP(roll)
       })};
     })
     .dtypes(kCopyDtypes)
+    .error_samples([] {
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x}, {V{1}, V{}}, "expects at least one dim", "no dims"},
+          {{x},
+           {V{1, 2}, V{0}},
+           "shifts and dimensions must align. shifts: 2, dims:1",
+           "more shifts than dims"},
+          {{x}, {V{1}, V{2}}, "expected to be in range of [-2, 1], but got 2", "dim"},
+      };
+    })
     .lowering("extern:roll");
 
 KILN_REGISTER_OP(repeat)
@@ -248,16 +267,30 @@ KILN_REGISTER_OP(repeat)
       })};
     })
     .dtypes(kCopyDtypes)
+    .error_samples([] {
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x},
+           {SymShape{2}},
+           "Number of dimensions of repeat dims (1) can not be smaller than "
+           "number of dimensions of tensor (2)",
+           "too few repeats"},
+          {{x},
+           {SymShape{2, -1}},
+           "Trying to create tensor with negative dimension -1: [2, -1]",
+           "negative repeat"},
+      };
+    })
     .lowering("extern:repeat");
 
 KILN_REGISTER_OP(repeat_interleave)
     .schema("repeat_interleave(Tensor self, int repeats, int dim) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
-      KILN_CHECK(a.i(0) >= 0, "repeat_interleave: repeats can not be negative");
+      KILN_CHECK(a.i(0) >= 0, "repeat_interleave: repeats can not be negative, got ", a.i(0));
       KILN_CHECK(x.dim() > 0,
-                 "repeat_interleave: expects a tensor with at least one dimension "
-                 "(flatten first, as repeat_interleave without dim does)");
+                 "repeat_interleave: expects a tensor with at least one dimension, got a 0-dim "
+                 "tensor (flatten first, as repeat_interleave without dim does)");
       const int64_t d = meta::wrap_dim("repeat_interleave", a.i(1), x.dim());
       SymShape sizes = x.sym_sizes();
       sizes[d] = sizes[d] * a.i(0);
@@ -300,6 +333,15 @@ KILN_REGISTER_OP(repeat_interleave)
       })};
     })
     .dtypes(kCopyDtypes)
+    .error_samples([] {
+      using I = int64_t;
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x}, {I{-1}, I{0}}, "repeats can not be negative, got -1", "negative repeats"},
+          {{samples::make({}, kFloat32)}, {I{2}, I{0}}, "got a 0-dim tensor", "0-dim input"},
+          {{x}, {I{2}, I{2}}, "expected to be in range of [-2, 1], but got 2", "dim"},
+      };
+    })
     .lowering("extern:repeat_interleave");
 
 KILN_REGISTER_OP(tril)
@@ -312,6 +354,12 @@ KILN_REGISTER_OP(tril)
     .samples(triangle_samples)
     .reference(triangle_reference(false))
     .dtypes(kCopyDtypes)
+    .error_samples([] {
+      return std::vector<OpErrorSample>{{{samples::make({3}, kFloat32)},
+                                         {int64_t{0}},
+                                         "at least 2 dimensions, got shape [3]",
+                                         "vector"}};
+    })
     .lowering("extern:tril");
 
 KILN_REGISTER_OP(triu)
@@ -324,6 +372,12 @@ KILN_REGISTER_OP(triu)
     .samples(triangle_samples)
     .reference(triangle_reference(true))
     .dtypes(kCopyDtypes)
+    .error_samples([] {
+      return std::vector<OpErrorSample>{{{samples::make({3}, kFloat32)},
+                                         {int64_t{0}},
+                                         "at least 2 dimensions, got shape [3]",
+                                         "vector"}};
+    })
     .lowering("extern:triu");
 
 Tensor flip(const Tensor& self, IntArrayRef dims) {

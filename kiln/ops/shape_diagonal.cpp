@@ -22,7 +22,7 @@ KILN_REGISTER_OP(diagonal)
       const int64_t offset = a.i(0);
       const int64_t d1 = meta::wrap_dim("diagonal", a.i(1), x.dim());
       const int64_t d2 = meta::wrap_dim("diagonal", a.i(2), x.dim());
-      KILN_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", a.i(1), ", ", a.i(2));
+      KILN_CHECK(d1 != d2, "diagonal: dimensions cannot be identical ", a.i(1), ", ", a.i(2));
       const SymInt n1 = x.size(d1), n2 = x.size(d2);
       SymInt diag = offset >= 0 ? sym_min(n1, n2 - offset) : sym_min(n1 + offset, n2);
       diag = sym_max(diag, 0);
@@ -76,6 +76,14 @@ KILN_REGISTER_OP(diagonal)
           })};
     })
     .dtypes({kFloat64, kFloat32, kInt64})
+    .error_samples([] {
+      using I = int64_t;
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x}, {I{0}, I{0}, I{2}}, "expected to be in range of [-2, 1], but got 2", "dim2"},
+          {{x}, {I{0}, I{1}, I{-1}}, "dimensions cannot be identical 1, -1", "identical dims"},
+      };
+    })
     .lowering("view");
 
 KILN_REGISTER_OP(unfold)
@@ -86,9 +94,9 @@ KILN_REGISTER_OP(unfold)
       const int64_t size = a.i(1), step = a.i(2);
       const SymInt max_size = x.dim() == 0 ? SymInt(1) : x.size(d);
       KILN_CHECK(size >= 0, "unfold: size is ", size, " but must be >= 0");
-      KILN_CHECK(size <= max_size, "maximum size for tensor at dimension ", d, " is ", max_size,
-                 " but size is ", size);
-      KILN_CHECK(step > 0, "step is ", step, " but must be > 0");
+      KILN_CHECK(size <= max_size, "unfold: maximum size for tensor at dimension ", d, " is ",
+                 max_size, " but size is ", size);
+      KILN_CHECK(step > 0, "unfold: step is ", step, " but must be > 0");
       SymShape sizes = x.sym_sizes(), strides = x.sym_strides();
       SymInt inner_stride = 1;
       if (x.dim() > 0) {
@@ -128,6 +136,19 @@ KILN_REGISTER_OP(unfold)
           })};
     })
     .dtypes({kFloat64, kFloat32, kInt64})
+    .error_samples([] {
+      using I = int64_t;
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x}, {I{2}, I{1}, I{1}}, "expected to be in range of [-2, 1], but got 2", "dim"},
+          {{x}, {I{1}, I{-1}, I{1}}, "size is -1 but must be >= 0", "negative size"},
+          {{x},
+           {I{1}, I{5}, I{1}},
+           "maximum size for tensor at dimension 1 is 4 but size is 5",
+           "size too large"},
+          {{x}, {I{1}, I{2}, I{0}}, "step is 0 but must be > 0", "step 0"},
+      };
+    })
     .lowering("view");
 
 [[maybe_unused]] static const bool kDiagonalBackward =

@@ -184,6 +184,48 @@ KILN_REGISTER_OP(pad)
           back, {c.grad()}, {c.input(0).sym_sizes(), pad, c.attrs.str(1), std::monostate{}})};
     })
     .samples(pad_samples)
+    .error_samples([] {
+      using samples::make;
+      const std::monostate none;
+      auto at = [](V pad, const char* mode, AttrValue value) {
+        return Attrs{std::move(pad), std::string(mode), std::move(value)};
+      };
+      const Tensor x = make({2, 3}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x}, at({1, 1}, "circular", none), "unsupported padding mode 'circular'", "mode"},
+          {{x},
+           at({1}, "constant", none),
+           "Padding length must be divisible by 2, but got 1",
+           "odd length"},
+          {{make({3}, kFloat32)},
+           at({1, 1, 1, 1}, "constant", none),
+           "but got padding length 4 and input of dimension 1",
+           "too long"},
+          {{x},
+           at({1, 1}, "reflect", 0.5),
+           "Padding mode \"reflect\" doesn't take in value "
+           "argument",
+           "reflect with a value"},
+          {{x},
+           at({-3, -1}, "constant", none),
+           "The input size 3, plus negative padding -3 and -1 resulted in a negative output size",
+           "negative size"},
+          {{x},
+           at({-1, 0}, "replicate", none),
+           "negative padding (-1, 0) is only supported in constant mode",
+           "negative replicate"},
+          {{make({2, 0}, kFloat32)},
+           at({1, 1}, "replicate", none),
+           "replicate padding needs a non-empty dimension, but dimension 1 of input [2, 0] is "
+           "empty",
+           "empty dim"},
+          {{x},
+           at({3, 0}, "reflect", none),
+           "but got: padding (3, 0) at dimension 1 of input "
+           "[2, 3]",
+           "reflect wider than the input"},
+      };
+    })
     .reference(pad_reference)
     .dtypes({kFloat64, kFloat32, kBFloat16, kInt64})
     .lowering("extern:pad");
@@ -195,8 +237,9 @@ KILN_REGISTER_OP(pad_backward)
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& g = in[0];
       KILN_CHECK(pad_mode(a.str(2)) != PadMode::Constant,
-                 "pad_backward: constant padding is "
-                 "undone by pad with the negated amounts, not by pad_backward");
+                 "pad_backward: constant padding is undone by pad with the negated amounts, not by "
+                 "pad_backward (got mode '",
+                 a.str(2), "')");
       Tensor probe = empty_meta(a.shape(0), g.dtype(), g.device());
       SymShape expected = padded_sizes(probe, shape::drop_attrs(a, 1));
       KILN_CHECK(g.sizes() == SymIntArrayRef(expected), "pad_backward: grad_output of shape ",
@@ -204,6 +247,19 @@ KILN_REGISTER_OP(pad_backward)
       return meta::one_spec(a.shape(0), g.dtype(), g.device());
     })
     .cpu(pad_backward_kernel)
+    .error_samples([] {
+      auto at = [](const char* mode) {
+        return Attrs{SymShape{2, 3}, V{1, 1}, std::string(mode), std::monostate{}};
+      };
+      const Tensor g = samples::make({2, 5}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{g}, at("constant"), "not by pad_backward (got mode 'constant')", "constant"},
+          {{samples::make({2, 4}, kFloat32)},
+           at("reflect"),
+           "grad_output of shape [2, 4] does not match the padded shape [2, 5]",
+           "grad's shape"},
+      };
+    })
     .backward([](const BackwardContext& c) {
       return std::vector<Tensor>{kiln::pad(c.grad(), c.attrs.ints(1), c.attrs.str(2))};
     })

@@ -42,7 +42,7 @@ KILN_REGISTER_OP(slice)
         "Tensor(a)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
-      KILN_CHECK(x.dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
+      KILN_CHECK(x.dim() > 0, "slice: cannot be applied to a 0-dim tensor.");
       int64_t dim = meta::wrap_dim("slice", a.i(0), x.dim());
       SymInt step = a.sym(3);
       KILN_CHECK(step > 0, "slice: slice step must be positive, got ", step);
@@ -54,6 +54,21 @@ KILN_REGISTER_OP(slice)
           view_spec(x, sizes, strides, x.storage_offset() + start * x.stride(dim))};
     })
     .view()
+    .error_samples([] {
+      using M = std::monostate;
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{samples::make({}, kFloat32)},
+           {int64_t{0}, M{}, M{}, SymInt(1)},
+           "cannot be applied to a 0-dim tensor",
+           "0-dim input"},
+          {{x},
+           {int64_t{2}, M{}, M{}, SymInt(1)},
+           "expected to be in range of [-2, 1], but got 2",
+           "dim"},
+          {{x}, {int64_t{0}, M{}, M{}, SymInt(0)}, "slice step must be positive, got 0", "step 0"},
+      };
+    })
     .backward([](const BackwardContext& c) {
       static const OpDef& back = get_op("slice_backward");
       return std::vector<Tensor>{
@@ -100,10 +115,10 @@ KILN_REGISTER_OP(select)
     .schema("select(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
-      KILN_CHECK(x.dim() > 0, "select() cannot be applied to a 0-dim tensor.");
+      KILN_CHECK(x.dim() > 0, "select: cannot be applied to a 0-dim tensor.");
       int64_t dim = meta::wrap_dim("select", a.i(0), x.dim());
       SymInt size = x.size(dim), index = a.sym(1);
-      KILN_CHECK(index >= -size && index < size, "select(): index ", index,
+      KILN_CHECK(index >= -size && index < size, "select: index ", index,
                  " out of range for tensor of size ", x.sizes(), " at dimension ", dim);
       if (index < 0) index = index + size;
       SymShape sizes = x.sym_sizes(), strides = x.sym_strides();
@@ -113,6 +128,20 @@ KILN_REGISTER_OP(select)
           view_spec(x, sizes, strides, x.storage_offset() + index * x.stride(dim))};
     })
     .view()
+    .error_samples([] {
+      const Tensor x = samples::make({2, 3}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{samples::make({}, kFloat32)},
+           {int64_t{0}, SymInt(0)},
+           "cannot be applied to a 0-dim tensor",
+           "0-dim input"},
+          {{x}, {int64_t{2}, SymInt(0)}, "expected to be in range of [-2, 1], but got 2", "dim"},
+          {{x},
+           {int64_t{1}, SymInt(3)},
+           "index 3 out of range for tensor of size [2, 3] at dimension 1",
+           "index"},
+      };
+    })
     .backward([](const BackwardContext& c) {
       static const OpDef& back = get_op("select_backward");
       return std::vector<Tensor>{
@@ -160,14 +189,15 @@ Tensor select(const Tensor& self, int64_t dim, SymInt index) {
 }
 
 Tensor narrow(const Tensor& self, int64_t dim, SymInt start, SymInt length) {
-  KILN_CHECK(self.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
+  KILN_CHECK(self.dim() > 0, "narrow: cannot be applied to a 0-dim tensor.");
   int64_t d = meta::wrap_dim("narrow", dim, self.dim());
   SymInt size = self.size(d);
-  KILN_CHECK(length >= 0, "narrow(): length must be non-negative.");
-  KILN_CHECK(start >= -size && start <= size, "start out of range (expected to be in range of [",
-             -size, ", ", size, "], but got ", start, ")");
+  KILN_CHECK(length >= 0, "narrow: length must be non-negative, got ", length);
+  KILN_CHECK(start >= -size && start <= size,
+             "narrow: start out of range (expected to be in range of [", -size, ", ", size,
+             "], but got ", start, ")");
   if (start < 0) start = start + size;
-  KILN_CHECK(start + length <= size, "start (", start, ") + length (", length,
+  KILN_CHECK(start + length <= size, "narrow: start (", start, ") + length (", length,
              ") exceeds dimension size (", size, ").");
   return slice(self, d, start, start + length, 1);
 }

@@ -70,6 +70,14 @@ KILN_REGISTER_OP(squeeze)
           })};
     })
     .dtypes({kFloat64, kFloat32, kInt64})
+    .error_samples([] {
+      using V = std::vector<int64_t>;
+      const Tensor x = samples::make({3, 1}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x}, {V{2}}, "expected to be in range of [-2, 1], but got 2", "dim"},
+          {{x}, {V{1, -1}}, "dim 1 appears multiple times in the list of dims", "repeated dim"},
+      };
+    })
     .lowering("view");
 
 KILN_REGISTER_OP(unsqueeze)
@@ -98,6 +106,12 @@ KILN_REGISTER_OP(unsqueeze)
           {{samples::make({}, dt)}, {I{0}}, "0-dim"},
           {{samples::make({4, 5}, dt, -3, 3, true)}, {I{1}}, "non-contiguous"},
           {{samples::make({0, 2}, dt)}, {I{2}}, "zero-size"}};
+    })
+    .error_samples([] {
+      return std::vector<OpErrorSample>{{{samples::make({3, 4}, kFloat32)},
+                                         {int64_t{3}},
+                                         "expected to be in range of [-3, 2], but got 3",
+                                         "dim"}};
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];

@@ -137,7 +137,7 @@ void gather_copy(const Tensor& out, const Tensor& in, const std::vector<GatherDi
   if (out.numel() == 0) return;
   KILN_CHECK(out.dtype() == in.dtype() && out.is_contiguous() &&
                  static_cast<int64_t>(dims.size()) == out.dim(),
-             "gather_copy: expects a contiguous output of the input's dtype");
+             "internal: gather_copy expects a contiguous output of the input's dtype");
   uint64_t bits = 0;
   cpu::visit_all(out.dtype(), "gather_copy", [&](auto tag) {
     using T = decltype(tag);
@@ -194,8 +194,8 @@ Tensor reference_adjoint(const ReferenceFn& forward, const SymShape& input_sizes
   for (int64_t i = 0; i < n; ++i) positions.data_ptr<double>()[i] = static_cast<double>(i);
   Tensor map = forward({positions}, forward_attrs)[0].contiguous();
   Tensor g = grad.to(kFloat64).contiguous();
-  KILN_CHECK(map.numel() == g.numel(), "reference_adjoint: the forward output has ", map.numel(),
-             " elements but the gradient has ", g.numel());
+  KILN_CHECK(map.numel() == g.numel(), "internal: reference_adjoint: the forward output has ",
+             map.numel(), " elements but the gradient has ", g.numel());
   Tensor out = zeros(in_sizes, kFloat64);
   for (int64_t j = 0; j < g.numel(); ++j) {
     const auto src = static_cast<int64_t>(std::llround(map.data_ptr<double>()[j]));

@@ -98,6 +98,21 @@ void register_view_backward(const char* forward_name, bool overlapping) {
         }
         return out;
       })
+      .error_samples([forward] {
+        // The forward's first sample, with a gradient one element longer than its view.
+        const OpDef& f = get_op(forward);
+        const OpSample s = f.samples_(kFloat32).at(0);
+        const Tensor& x = s.inputs.at(0);
+        std::vector<int64_t> gs = SymIntArrayRef(f.meta_({x}, s.attrs).at(0).sizes).vec();
+        std::vector<int64_t> wrong = gs;
+        wrong.push_back(2);
+        return std::vector<OpErrorSample>{
+            {{samples::make(wrong, kFloat32)},
+             prepend_attr(x.sym_sizes(), s.attrs),
+             detail::str_cat("grad_output of shape ", IntArrayRef(wrong),
+                             " does not match the shape ", IntArrayRef(gs)),
+             "gradient of another shape"}};
+      })
       .reference([forward](const std::vector<Tensor>& in, const Attrs& a) {
         return std::vector<Tensor>{
             reference_adjoint(get_op(forward).reference_, a.shape(0), drop_attrs(a, 1), in[0])};

@@ -108,6 +108,21 @@ KILN_REGISTER_OP(view)
       for (int64_t i = 0; i < n; ++i) out.data_ptr<double>()[i] = src.data_ptr<double>()[i];
       return std::vector<Tensor>{out};
     })
+    .error_samples([] {
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x},
+           {SymShape{-1, -1}},
+           "only one dimension can be inferred, got shape [-1, -1]",
+           "two -1"},
+          {{x}, {SymShape{-2, 6}}, "invalid shape dimension -2", "negative size"},
+          {{x}, {SymShape{5}}, "shape '[5]' is invalid for input of size 12", "wrong numel"},
+          {{samples::make({4, 3}, kFloat32).t()},
+           {SymShape{12}},
+           "view size [12] is not compatible with input tensor's size [3, 4] and stride [1, 3]",
+           "transposed input"},
+      };
+    })
     .lowering("view");
 
 KILN_REGISTER_OP(expand)
@@ -124,7 +139,8 @@ KILN_REGISTER_OP(expand)
         int64_t xd = d - (nd - x.dim());
         SymInt want = size[d];
         if (xd < 0) {
-          KILN_CHECK(want >= 0, "expand: -1 is not allowed in a leading, non-existing dimension");
+          KILN_CHECK(want >= 0, "expand: -1 is not allowed in a leading, non-existing dimension ",
+                     "(target sizes ", SymIntArrayRef(size), ", tensor sizes ", x.sizes(), ")");
           sizes[d] = want;
           strides[d] = 0;
           continue;
@@ -183,6 +199,25 @@ KILN_REGISTER_OP(expand)
       }
       return std::vector<Tensor>{out};
     })
+    .error_samples([] {
+      return std::vector<OpErrorSample>{
+          {{samples::make({3, 4}, kFloat32)},
+           {SymShape{4}},
+           "the number of sizes provided (1) must be greater or equal to the number of dimensions "
+           "in the tensor (2)",
+           "fewer sizes"},
+          {{samples::make({3}, kFloat32)},
+           {SymShape{-1, 3}},
+           "-1 is not allowed in a leading, non-existing dimension (target sizes [-1, 3], tensor "
+           "sizes [3])",
+           "-1 in a new dim"},
+          {{samples::make({3, 2}, kFloat32)},
+           {SymShape{3, 4}},
+           "the expanded size of the tensor (4) must match the existing size (2) at non-singleton "
+           "dimension 1",
+           "size 2 to 4"},
+      };
+    })
     .lowering("view");
 
 KILN_REGISTER_OP(permute)
@@ -232,6 +267,15 @@ KILN_REGISTER_OP(permute)
         out.data_ptr<double>()[i] = x.data_ptr<double>()[src];
       }
       return std::vector<Tensor>{out};
+    })
+    .error_samples([] {
+      using V = std::vector<int64_t>;
+      const Tensor x = samples::make({2, 3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x}, {V{1, 0}}, "got 2 dims for a tensor of 3 dims", "too few dims"},
+          {{x}, {V{0, 1, 3}}, "expected to be in range of [-3, 2], but got 3", "dim"},
+          {{x}, {V{0, 1, -2}}, "dim 1 appears multiple times in the list of dims", "repeated"},
+      };
     })
     .lowering("view");
 

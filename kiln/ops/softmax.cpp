@@ -76,6 +76,22 @@ ReferenceFn softmax_reference(const char* op, bool log) {
   };
 }
 
+std::vector<OpErrorSample> softmax_error_samples() {
+  const Tensor x = samples::make({3, 4}, kFloat32);
+  const std::monostate none;
+  return {
+      {{x}, {int64_t{2}, none}, "expected to be in range of [-2, 1], but got 2", "dim"},
+      {{x.to(kInt64)},
+       {int64_t{1}, none},
+       "expected a floating point input or dtype, got int64",
+       "integers"},
+      {{x},
+       {int64_t{1}, kInt32},
+       "expected a floating point input or dtype, got int32",
+       "integer dtype"},
+  };
+}
+
 }  // namespace
 
 KILN_REGISTER_OP(softmax)
@@ -92,6 +108,7 @@ KILN_REGISTER_OP(softmax)
       return std::vector<Tensor>{gy - y * gy.sum(IntArrayRef(dim), true)};
     })
     .samples([](ScalarType dt) { return softmax_samples(dt, false); })
+    .error_samples(softmax_error_samples)
     .reference(softmax_reference("softmax", false))
     .dtypes(reduce::kFloatDtypes)
     .lowering("reduction:softmax");
@@ -109,6 +126,7 @@ KILN_REGISTER_OP(log_softmax)
       return std::vector<Tensor>{c.grad() - y.exp() * c.grad().sum(IntArrayRef(dim), true)};
     })
     .samples([](ScalarType dt) { return softmax_samples(dt, true); })
+    .error_samples(softmax_error_samples)
     .reference(softmax_reference("log_softmax", true))
     .dtypes(reduce::kFloatDtypes)
     .lowering("reduction:log_softmax");

@@ -92,7 +92,9 @@ KILN_REGISTER_OP(value_selecting_backward)
         "value_selecting_backward(Tensor grad, Tensor indices, int dim, SymInt[] sizes) -> "
         "Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      check_indices("value_selecting_backward", in[1]);
+      const char* op = "value_selecting_backward";
+      check_indices(op, in[1]);
+      meta::wrap_dim(op, a.i(0), static_cast<int64_t>(a.shape(1).size()));
       return meta::one_spec(a.shape(1), in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
@@ -126,6 +128,27 @@ KILN_REGISTER_OP(value_selecting_backward)
       return std::vector<Tensor>{sorting::select_along_dim(c.grad(), c.input(1), dim), Tensor()};
     })
     .samples([](ScalarType dt) { return gather_like_samples(dt, true); })
+    .error_samples([] {
+      const Tensor g = samples::make({3, 2}, kFloat32);
+      const Attrs a{int64_t{1}, SymShape{3, 4}};
+      return std::vector<OpErrorSample>{
+          {{g, zeros({3, 2}, kInt32)}, a, "expected int64 indices, got int32", "int32 indices"},
+          {{g, zeros({3, 2}, kInt64)},
+           {int64_t{2}, SymShape{3, 4}},
+           "expected to be in range of [-2, 1], but got 2",
+           "dim"},
+          {{g, tensor({{0, 4}, {1, 2}, {3, 3}}, kInt64)},
+           a,
+           "index 4 is out of bounds for dimension with size 4",
+           "index out of range",
+           /*in_meta=*/false},
+          {{g.to(kInt64), zeros({3, 2}, kInt64)},
+           a,
+           "not supported for dtype int64 (expected a floating dtype)",
+           "integer gradient",
+           /*in_meta=*/false},
+      };
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       std::vector<int64_t> sizes;
       for (const auto& s : a.shape(1)) sizes.push_back(s.guard_int());
@@ -173,6 +196,30 @@ KILN_REGISTER_OP(select_along_dim)
       return std::vector<Tensor>{sorting::select_backward(c.grad(), c.input(1), dim, x), Tensor()};
     })
     .samples([](ScalarType dt) { return gather_like_samples(dt, false); })
+    .error_samples([] {
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      const Attrs d1{int64_t{1}};
+      return std::vector<OpErrorSample>{
+          {{x, zeros({3, 2}, kInt32)}, d1, "expected int64 indices, got int32", "int32 indices"},
+          {{x, zeros({3, 2}, kInt64)},
+           {int64_t{2}},
+           "expected to be in range of [-2, 1], but got 2",
+           "dim"},
+          {{x, zeros({3}, kInt64)},
+           d1,
+           "must have the same number of dims, got [3, 4] and [3]",
+           "rank"},
+          {{x, zeros({2, 2}, kInt64)},
+           d1,
+           "sizes of self [3, 4] and indices [2, 2] must match except in dim 1",
+           "sizes"},
+          {{x, tensor({{0, 4}, {1, 2}, {3, 3}}, kInt64)},
+           d1,
+           "index 4 is out of bounds for dimension with size 4",
+           "index out of range",
+           /*in_meta=*/false},
+      };
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       Tensor x = in[0].to(kFloat64).contiguous();
       Tensor out = empty(in[1].sym_sizes(), TensorOptions(kFloat64));

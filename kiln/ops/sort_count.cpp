@@ -42,7 +42,7 @@ std::pair<double, double> histc_range(const Tensor& x, double lo, double hi) {
     lo -= 1;
     hi += 1;
   }
-  KILN_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histc: range of [", lo, ", ", hi,
+  KILN_CHECK(std::isfinite(lo) && std::isfinite(hi), "histc: range of [", lo, ", ", hi,
              "] is not finite");
   return {lo, hi};
 }
@@ -83,12 +83,15 @@ void histc_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const
 // ---- bincount ----
 
 void check_bincount(const Tensor& x, const Tensor* weights, int64_t minlength) {
-  KILN_CHECK(minlength >= 0, "minlength should be >= 0");
+  KILN_CHECK(minlength >= 0, "bincount: minlength should be >= 0, got ", minlength);
   KILN_CHECK(x.dim() == 1 && is_integral(x.dtype(), /*include_bool=*/false),
-             "bincount only supports 1-d non-negative integral inputs.");
+             "bincount: only supports 1-d non-negative integral inputs, got a tensor of shape ",
+             x.sizes(), " and dtype ", x.dtype());
   if (weights)
     KILN_CHECK(weights->dim() == 1 && weights->size(0) == x.size(0),
-               "weights should be 1-d and have the same length as input");
+               "bincount: weights should be 1-d and have the same length as input, got weights "
+               "of shape ",
+               weights->sizes(), " for input of shape ", x.sizes());
 }
 
 ScalarType bincount_dtype(const Tensor* weights) {
@@ -105,7 +108,8 @@ void bincount_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, co
   const int64_t* p = x.data_ptr<int64_t>();
   int64_t top = -1;
   for (int64_t i = 0; i < n; ++i) {
-    KILN_CHECK(p[i] >= 0, "bincount only supports 1-d non-negative integral inputs.");
+    KILN_CHECK(p[i] >= 0, "bincount: only supports 1-d non-negative integral inputs, got ", p[i],
+               " at position ", i);
     top = std::max(top, p[i]);
   }
   const int64_t bins = std::max(top + 1, minlength);
@@ -140,9 +144,9 @@ KILN_REGISTER_OP(histc)
       const Tensor& x = in[0];
       KILN_CHECK(is_floating_point(x.dtype()), "histc: not implemented for dtype ", x.dtype(),
                  " (expected a floating dtype)");
-      KILN_CHECK(a.i(0) > 0, "torch.histogram(): bins must be > 0, but got ", a.i(0),
-                 " for dimension 0");
-      KILN_CHECK(a.f(1) <= a.f(2), "torch.histc: max must be larger than min");
+      KILN_CHECK(a.i(0) > 0, "histc: bins must be > 0, got ", a.i(0));
+      KILN_CHECK(a.f(1) <= a.f(2), "histc: max (", a.f(2),
+                 ") must be larger than or equal to min (", a.f(1), ")");
       return meta::one_spec({a.i(0)}, x.dtype(), x.device());
     })
     .cpu(histc_kernel)
@@ -159,6 +163,20 @@ KILN_REGISTER_OP(histc)
       };
       for (auto& x : s) x.check_grad = false;
       return s;
+    })
+    .error_samples([] {
+      const Tensor x = samples::make({5}, kFloat32);
+      auto at = [](int64_t bins, double lo, double hi) { return Attrs{bins, lo, hi}; };
+      return std::vector<OpErrorSample>{
+          {{x}, at(0, 0, 1), "bins must be > 0, got 0", "no bins"},
+          {{x}, at(4, 2, 1), "max (1) must be larger than or equal to min (2)", "max < min"},
+          {{samples::make({5}, kInt64)}, at(4, 0, 1), "dtype int64", "integer input"},
+          {{tensor({1.0, INFINITY})},
+           at(4, 0, 0),
+           "range of [1, inf] is not finite",
+           "infinite data range",
+           /*in_meta=*/false},
+      };
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       Tensor x = in[0].to(kFloat64).contiguous();
@@ -196,6 +214,29 @@ KILN_REGISTER_OP(bincount)
       };
       for (auto& t : s) t.check_grad = false;
       return s;
+    })
+    .error_samples([] {
+      const Tensor x = tensor({1, 0, 3}, kInt64), none;
+      return std::vector<OpErrorSample>{
+          {{x, none}, {int64_t{-1}}, "minlength should be >= 0, got -1", "negative minlength"},
+          {{x.view({3, 1}), none},
+           {int64_t{0}},
+           "got a tensor of shape [3, 1] and dtype int64",
+           "matrix"},
+          {{x.to(kFloat32), none},
+           {int64_t{0}},
+           "got a tensor of shape [3] and dtype float32",
+           "floats"},
+          {{x, samples::make({2}, kFloat32)},
+           {int64_t{0}},
+           "got weights of shape [2] for input of shape [3]",
+           "weights' shape"},
+          {{tensor({1, -2}, kInt64), none},
+           {int64_t{0}},
+           "got -2 at position 1",
+           "negative value",
+           /*in_meta=*/false},
+      };
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       Tensor x = in[0].to(kInt64).contiguous();

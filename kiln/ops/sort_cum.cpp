@@ -68,6 +68,10 @@ void register_cum_extreme(const char* op) {
         }
         return s;
       })
+      .error_samples([] {
+        return std::vector<OpErrorSample>{
+            sorting::dim_error_sample([](int64_t dim, int64_t) { return Attrs{dim}; })};
+      })
       .reference([op](const std::vector<Tensor>& in, const Attrs& a) {
         return sorting::reference_slices(
             in[0], sorting::along_dim(op, in[0], a.i(0)), true, [](const std::vector<double>& v) {

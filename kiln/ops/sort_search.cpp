@@ -12,7 +12,7 @@
 namespace kiln {
 namespace {
 
-constexpr const char* kOp = "torch.searchsorted()";
+constexpr const char* kOp = "searchsorted";
 
 // attrs: (out_int32, right, side). side, when given, decides; it must agree with right.
 bool search_right(const Attrs& a) {
@@ -27,7 +27,7 @@ bool search_right(const Attrs& a) {
 
 void check_search_inputs(const Tensor& seq, const Tensor& values, const Tensor* sorter) {
   KILN_CHECK(seq.dim() > 0, kOp, ": boundaries tensor should have positive dimension, but got 0",
-             " dimension");
+             " dimension (values of shape ", values.sym_sizes(), ")");
   bool leading_match = seq.dim() == values.dim();
   for (int64_t d = 0; leading_match && d + 1 < seq.dim(); ++d)
     leading_match = seq.size(d) == values.size(d);
@@ -144,6 +144,47 @@ KILN_REGISTER_OP(searchsorted)
       }
     })
     .samples(search_samples)
+    .error_samples([] {
+      auto at = [](bool right, const char* side) {
+        return Attrs{false, right,
+                     side ? AttrValue(std::string(side)) : AttrValue(std::monostate{})};
+      };
+      const Tensor seq = tensor({1., 2., 3.}), v = tensor({2.5});
+      const bool kernel = false;  // in_meta: the kernel reads the sorter and the dtype
+      return std::vector<OpErrorSample>{
+          {{seq, v},
+           at(false, "middle"),
+           "side can only be 'left' or 'right' but got middle",
+           "side"},
+          {{seq, v}, at(true, "left"), "got side of left while right was True", "side and right"},
+          {{tensor(1.), v},
+           at(false, nullptr),
+           "boundaries tensor should have positive dimension, but got 0 dimension",
+           "0-dim boundaries"},
+          {{samples::make({2, 3}, kFloat32), samples::make({3, 1}, kFloat32)},
+           at(false, nullptr),
+           "but we got boundaries tensor [2, 3] and input value tensor [3, 1]",
+           "leading dims"},
+          {{seq, v, tensor({0., 1., 2.})},
+           at(false, nullptr),
+           "sorter must be a tensor of long dtype but got float32",
+           "float sorter"},
+          {{seq, v, tensor({0, 1}, kInt64)},
+           at(false, nullptr),
+           "but got boundary tensor [3] and got sorter tensor [2]",
+           "sorter's shape"},
+          {{seq, v, tensor({0, 5, 1}, kInt64)},
+           at(false, nullptr),
+           "sorter index out of range: 5 not in [0, 3)",
+           "sorter out of range",
+           kernel},
+          {{ones({3}, kBool), ones({1}, kBool)},
+           at(false, nullptr),
+           "not supported for dtype bool",
+           "bool",
+           kernel},
+      };
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const bool right = a.b(1) || (!a.is_none(2) && a.str(2) == "right");
       Tensor seq = in[0].to(kFloat64).contiguous(), v = in[1].to(kFloat64).contiguous();
@@ -184,8 +225,9 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Scalar& value, bool out
 }
 
 Tensor bucketize(const Tensor& self, const Tensor& boundaries, bool out_int32, bool right) {
-  KILN_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(",
-             boundaries.dim(), ")");
+  KILN_CHECK(boundaries.dim() == 1,
+             "bucketize: boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(),
+             ")");
   return searchsorted(boundaries, self, out_int32, right);
 }
 Tensor bucketize(const Scalar& self, const Tensor& boundaries, bool out_int32, bool right) {

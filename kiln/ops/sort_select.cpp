@@ -63,6 +63,15 @@ std::vector<OpSample> pick_samples(ScalarType dt, const sorting::DimAttrs& attrs
   return s;
 }
 
+// The errors of the ops that pick one element per row: a dim out of range, and an empty dim.
+std::vector<OpErrorSample> pick_error_samples(const std::function<Attrs(int64_t dim)>& attrs) {
+  return {sorting::dim_error_sample([&](int64_t dim, int64_t) { return attrs(dim); }),
+          {{samples::make({3, 0}, kFloat32)},
+           attrs(1),
+           "Expected reduction dim 1 to have non-zero size.",
+           "empty dim"}};
+}
+
 const OpDef& op_named(const char* name) { return get_op(name); }
 
 }  // namespace
@@ -77,7 +86,8 @@ KILN_REGISTER_OP(topk)
       const Tensor& x = in[0];
       const int64_t dim = sorting::along_dim("topk", x, a.i(1)), k = a.i(0);
       const SymInt n = x.dim() > 0 ? x.size(dim) : SymInt(1);
-      KILN_CHECK(k >= 0 && SymInt(k) <= n, "selected index k out of range");
+      KILN_CHECK(k >= 0 && SymInt(k) <= n, "topk: k (", k, ") is out of range [0, ", n,
+                 "] for dimension ", dim, " of the input of shape ", x.sizes());
       SymShape shape = sorting::with_dim_size(x, dim, k);
       return std::vector<TensorSpec>{meta::spec(shape, x.dtype(), x.device()),
                                      meta::spec(shape, kInt64, x.device())};
@@ -132,6 +142,15 @@ KILN_REGISTER_OP(topk)
                                          return out;
                                        });
     })
+    .error_samples([] {
+      const Tensor x = samples::make({3}, kFloat32);
+      auto at = [](int64_t k, int64_t dim) { return Attrs{k, dim, true, true}; };
+      return std::vector<OpErrorSample>{
+          {{x}, at(10, 0), "k (10) is out of range [0, 3] for dimension 0", "k > size"},
+          {{x}, at(-1, 0), "k (-1) is out of range [0, 3] for dimension 0", "negative k"},
+          {{x}, at(1, 1), "expected to be in range of [-1, 0], but got 1", "dim out of range"},
+      };
+    })
     .dtypes(reduce::kNumericDtypes)
     .lowering("extern:topk");
 
@@ -144,10 +163,10 @@ KILN_REGISTER_OP(kthvalue)
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
       const int64_t dim = sorting::along_dim("kthvalue", x, a.i(1)), k = a.i(0);
-      auto specs = pick_meta("kthvalue()", x, dim, a.b(2));
+      auto specs = pick_meta("kthvalue", x, dim, a.b(2));
       const SymInt n = x.dim() > 0 ? x.size(dim) : SymInt(1);
-      KILN_CHECK(k >= 1 && SymInt(k) <= n,
-                 "kthvalue(): selected number k out of range for dimension ", dim);
+      KILN_CHECK(k >= 1 && SymInt(k) <= n, "kthvalue: k (", k, ") is out of range [1, ", n,
+                 "] for dimension ", dim, " of the input of shape ", x.sizes());
       return specs;
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
@@ -168,6 +187,16 @@ KILN_REGISTER_OP(kthvalue)
         return Attrs{std::max<int64_t>(1, (n + 2) / 3), dim, dim == 0};
       });
     })
+    .error_samples([] {
+      auto s = pick_error_samples([](int64_t dim) { return Attrs{int64_t{1}, dim, false}; });
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      s.push_back({{x},
+                   {int64_t{5}, int64_t{1}, false},
+                   "k (5) is out of range [1, 4] for dimension 1 of the input of shape [3, 4]",
+                   "k > size"});
+      s.push_back({{x}, {int64_t{0}, int64_t{1}, false}, "k (0) is out of range [1, 4]", "k 0"});
+      return s;
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const int64_t k = a.i(0);
       return sorting::reference_slices(
@@ -183,27 +212,31 @@ KILN_REGISTER_OP(median_dim)
         "median.dim(Tensor self, int dim, bool keepdim=False) -> "
         "(Tensor values, Tensor indices)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      return pick_meta("median()", in[0], sorting::along_dim("median", in[0], a.i(0)), a.b(1));
+      return pick_meta("median_dim", in[0], sorting::along_dim("median_dim", in[0], a.i(0)),
+                       a.b(1));
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const bool floating = is_floating_point(in[0].dtype());
-      pick_kernel("median", in[0], sorting::along_dim("median", in[0], a.i(0)), a.b(1), out,
+      pick_kernel("median_dim", in[0], sorting::along_dim("median_dim", in[0], a.i(0)), a.b(1), out,
                   [floating](auto* keys, int64_t n) { return cpu::median_row(keys, n, floating); });
     })
     .save_outputs(/*inputs_too=*/true)
     .save_metadata()
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);
-      const int64_t dim = sorting::along_dim("median", x, c.attrs.i(0));
+      const int64_t dim = sorting::along_dim("median_dim", x, c.attrs.i(0));
       return std::vector<Tensor>{
           sorting::select_backward(c.grad(0), c.output(1), dim, x, c.attrs.b(1))};
     })
     .samples([](ScalarType dt) {
       return pick_samples(dt, [](int64_t dim, int64_t) { return Attrs{dim, dim == 0}; });
     })
+    .error_samples([] { return pick_error_samples([](int64_t dim) {
+                          return Attrs{dim, false};
+                        }); })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       return sorting::reference_slices(
-          in[0], sorting::along_dim("median", in[0], a.i(0)), a.b(1), [&](const auto& v) {
+          in[0], sorting::along_dim("median_dim", in[0], a.i(0)), a.b(1), [&](const auto& v) {
             for (size_t i = 0; i < v.size(); ++i)
               if (std::isnan(v[i])) return picked(v, static_cast<int64_t>(i), true);
             return picked(v, sorting::stable_order(v)[(v.size() - 1) / 2], true);
@@ -215,7 +248,7 @@ KILN_REGISTER_OP(median_dim)
 KILN_REGISTER_OP(mode)
     .schema("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      return pick_meta("mode()", in[0], sorting::along_dim("mode", in[0], a.i(0)), a.b(1));
+      return pick_meta("mode", in[0], sorting::along_dim("mode", in[0], a.i(0)), a.b(1));
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const bool floating = is_floating_point(in[0].dtype());
@@ -242,6 +275,9 @@ KILN_REGISTER_OP(mode)
           out.push_back(x);
       return out;
     })
+    .error_samples([] { return pick_error_samples([](int64_t dim) {
+                          return Attrs{dim, false};
+                        }); })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       return sorting::reference_slices(
           in[0], sorting::along_dim("mode", in[0], a.i(0)), a.b(1), [&](const auto& v) {

@@ -75,6 +75,11 @@ KILN_REGISTER_OP(sort)
       return std::vector<Tensor>{sorting::select_backward(c.grad(0), c.output(1), dim, x)};
     })
     .samples(sort_samples)
+    .error_samples([] {
+      return std::vector<OpErrorSample>{sorting::dim_error_sample([](int64_t dim, int64_t) {
+        return Attrs{std::monostate{}, dim, false};
+      })};
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const bool descending = a.b(2);
       return sorting::reference_slices(in[0], sorting::along_dim(kSort, in[0], a.i(1)), true,

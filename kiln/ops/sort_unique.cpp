@@ -84,11 +84,16 @@ std::vector<TensorSpec> unique_meta(const char* op, const Tensor& x, const SymIn
           meta::spec(return_counts ? SymShape{u} : SymShape{0}, kInt64, x.device())};
 }
 
+// unique_consecutive's dim, wrapped (a 0-dim input has none).
+int64_t consecutive_dim(const Tensor& x, int64_t dim) {
+  KILN_CHECK(x.dim() > 0, "unique_consecutive: dim given for a 0-dim tensor (dim ", dim, ")");
+  return meta::wrap_dim("unique_consecutive", dim, x.dim());
+}
+
 // unique_consecutive along dim: slices equal in every element (NaN never equal) collapse.
 std::vector<Tensor> unique_consecutive_dim(const Tensor& x, int64_t dim, bool return_inverse,
                                            bool return_counts) {
   const char* op = "unique_consecutive";
-  KILN_CHECK(x.dim() > 0, op, ": dim given for a 0-dim tensor");
   const int64_t n = x.size(dim).guard_int();
   Tensor moved = x.movedim(dim, int64_t{0}).contiguous();
   const int64_t width = n == 0 ? 0 : moved.numel().guard_int() / n;
@@ -204,26 +209,35 @@ KILN_REGISTER_OP(unique_consecutive)
       if (!dim)
         return unique_meta("unique_consecutive", x, x.numel(), x.sym_sizes(), {}, 0, a.b(0),
                            a.b(1));
-      const int64_t d = meta::wrap_dim("unique_consecutive", *dim, x.dim());
+      const int64_t d = consecutive_dim(x, *dim);
       return unique_meta("unique_consecutive", x, x.size(d), {x.size(d)}, x.sym_sizes(), d, a.b(0),
                          a.b(1));
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       auto dim = a.opt_i(2);
       if (dim) {
-        const int64_t d = meta::wrap_dim("unique_consecutive", *dim, in[0].dim());
-        out = unique_consecutive_dim(in[0], d, a.b(0), a.b(1));
+        out = unique_consecutive_dim(in[0], consecutive_dim(in[0], *dim), a.b(0), a.b(1));
       } else {
         out = flat_unique("unique_consecutive", in[0], /*sort_first=*/false, a.b(0), a.b(1));
       }
     })
     .dynamic()
     .samples([](ScalarType dt) { return unique_samples(dt, true); })
+    .error_samples([] {
+      const Tensor x = samples::make({3, 4}, kFloat32);
+      return std::vector<OpErrorSample>{
+          {{x}, {false, false, int64_t{2}}, "expected to be in range of [-2, 1], but got 2", "dim"},
+          {{samples::make({}, kFloat32)},
+           {false, false, int64_t{0}},
+           "dim given for a 0-dim tensor (dim 0)",
+           "0-dim input"},
+      };
+    })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       auto dim = a.opt_i(2);
       if (!dim) return unique_reference(in[0], false, a.b(0), a.b(1));
       // Along dim: the rows of the reference are the slices; compare them whole.
-      const int64_t d = meta::wrap_dim("unique_consecutive", *dim, in[0].dim());
+      const int64_t d = consecutive_dim(in[0], *dim);
       Tensor m = in[0].movedim(d, int64_t{0}).to(kFloat64).contiguous();
       const int64_t n = m.size(0).guard_int(), w = n == 0 ? 0 : m.numel().guard_int() / n;
       const double* p = m.data_ptr<double>();

@@ -46,6 +46,13 @@ Tensor select_along_dim(const Tensor& x, const Tensor& indices, int64_t dim) {
   return call_op1(op, {x, indices}, {dim});
 }
 
+OpErrorSample dim_error_sample(const DimAttrs& attrs) {
+  return {{samples::make({3, 4}, kFloat32)},
+          attrs(2, 4),
+          "dimension out of range (expected to be in range of [-2, 1], but got 2)",
+          "dim out of range"};
+}
+
 std::vector<OpSample> along_dim_samples(ScalarType dt, const DimAttrs& attrs, bool zero_size_dim) {
   auto mk = [&](std::vector<int64_t> shape, bool noncontiguous = false) {
     return samples::make(std::move(shape), dt, -3, 3, noncontiguous);

@@ -30,6 +30,8 @@ Tensor select_along_dim(const Tensor& x, const Tensor& indices, int64_t dim);
 using DimAttrs = std::function<Attrs(int64_t dim, int64_t length)>;
 std::vector<OpSample> along_dim_samples(ScalarType dtype, const DimAttrs& attrs,
                                         bool zero_size_dim = true);
+// The error sample of a dim out of range (2 for a [3, 4] input).
+OpErrorSample dim_error_sample(const DimAttrs& attrs);
 // Small integer values with many ties (for dtypes where ties must resolve as PyTorch's).
 Tensor tied_values(std::vector<int64_t> shape, ScalarType dtype, int64_t distinct);
 

@@ -19,7 +19,7 @@ cpu::SpmmReduce parse_reduce(const std::string& reduce) {
   if (reduce == "mean") return cpu::SpmmReduce::Mean;
   if (reduce == "amax") return cpu::SpmmReduce::Max;
   if (reduce == "amin") return cpu::SpmmReduce::Min;
-  KILN_FAIL("sparse::mm: reduce must be 'sum', 'mean', 'amax' or 'amin', got '", reduce, "'");
+  KILN_FAIL("sparse_csr_mm: reduce must be 'sum', 'mean', 'amax' or 'amin', got '", reduce, "'");
 }
 
 // The row of every stored entry (crow [rows + 1] -> [nnz]); integer data, no gradient.
@@ -121,10 +121,10 @@ KILN_REGISTER_OP(sparse_csr_mm)
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor &crow = in[0], &values = in[2], &dense = in[3];
       const cpu::SpmmReduce r = parse_reduce(a.str(0));
-      KILN_CHECK(dense.dim() == 2, "sparse::mm: expected a 2-D dense operand, got shape ",
+      KILN_CHECK(dense.dim() == 2, "sparse_csr_mm: expected a 2-D dense operand, got shape ",
                  dense.sizes());
       KILN_CHECK(values.dtype() == dense.dtype() && is_floating_point(dense.dtype()),
-                 "sparse::mm: values (", values.dtype(), ") and dense (", dense.dtype(),
+                 "sparse_csr_mm: values (", values.dtype(), ") and dense (", dense.dtype(),
                  ") must have the same floating dtype");
       const SymInt rows = crow.size(0) - 1;
       const bool arg = r == cpu::SpmmReduce::Max || r == cpu::SpmmReduce::Min;
@@ -182,6 +182,25 @@ KILN_REGISTER_OP(sparse_csr_mm)
       return std::vector<Tensor>{Tensor(), Tensor(), grad_values, grad_dense};
     })
     .samples(spmm_samples)
+    .error_samples([] {
+      auto [crow, col] = sample_pattern();
+      const Tensor v = samples::make({5}, kFloat32), dense = samples::make({4, 6}, kFloat32);
+      const Attrs sum{std::string("sum")};
+      return std::vector<OpErrorSample>{
+          {{crow, col, v, dense},
+           {std::string("max")},
+           "reduce must be 'sum', 'mean', 'amax' or 'amin', got 'max'",
+           "reduce"},
+          {{crow, col, v, samples::make({4}, kFloat32)},
+           sum,
+           "expected a 2-D dense operand, got shape [4]",
+           "vector"},
+          {{crow, col, v, dense.to(kFloat64)},
+           sum,
+           "values (float32) and dense (float64) must have the same floating dtype",
+           "dtypes"},
+      };
+    })
     .reference(spmm_reference)
     .lowering("sparse:csr_mm");
 

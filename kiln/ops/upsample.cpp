@@ -115,6 +115,23 @@ std::vector<Tensor> bilinear_reference(const std::vector<Tensor>& in, const Attr
 
 const std::monostate kNone;
 
+// `a`: attributes that accept a [1, 2, 3, 4] input; `empty`: ones with an output size 0.
+std::vector<OpErrorSample> upsample_error_samples(const Attrs& a, const Attrs& empty) {
+  using samples::make;
+  return {
+      {{make({2, 3, 4}, kFloat32)},
+       a,
+       "expected a 4-D input [N, C, H, W], got [2, 3, 4]",
+       "input of rank 3"},
+      {{make({1, 2, 3, 4}, kInt64)}, a, "expected a floating point input, got int64", "integers"},
+      {{make({1, 2, 3, 4}, kFloat32)},
+       empty,
+       "input and output sizes should be greater than 0, but got input (H: 3, W: 4) output (H: 0, "
+       "W: 8)",
+       "output size 0"},
+  };
+}
+
 [[maybe_unused]] const bool kNearest = pool::register_separable({
     "upsample_nearest2d",
     "upsample_nearest2d(Tensor self, int[] output_size, float? scales_h, float? scales_w) -> "
@@ -129,6 +146,9 @@ const std::monostate kNone;
       };
     },
     nearest_reference,
+    [] {
+      return upsample_error_samples({V{6, 8}, kNone, kNone}, {V{0, 8}, kNone, kNone});
+    },
 });
 
 [[maybe_unused]] const bool kBilinear = pool::register_separable({
@@ -147,6 +167,9 @@ const std::monostate kNone;
       };
     },
     bilinear_reference,
+    [] {
+      return upsample_error_samples({V{6, 8}, false, kNone, kNone}, {V{0, 8}, false, kNone, kNone});
+    },
 });
 
 }  // namespace
@@ -172,7 +195,8 @@ Tensor interpolate(const Tensor& input, std::optional<std::vector<int64_t>> size
   KILN_CHECK(input.dim() == 3 || input.dim() == 4, "interpolate: expected a 3-D [N, C, L] or 4-D ",
              "[N, C, H, W] input, got ", input.sizes());
   KILN_CHECK(size.has_value() != scale_factor.has_value(),
-             "interpolate: only one of size or scale_factor should be defined");
+             "interpolate: only one of size or scale_factor should be defined (got ",
+             size ? "both" : "neither", ")");
   const bool nearest = mode == "nearest";
   KILN_CHECK(nearest || (mode == "bilinear" && !one_d) || (mode == "linear" && one_d),
              "interpolate: mode '", mode, "' is not supported for a ", input.dim(),
@@ -209,12 +233,12 @@ Tensor interpolate(const Tensor& input, std::optional<std::vector<int64_t>> size
 
 // pixel_shuffle: [*, C*r*r, H, W] -> [*, C, H*r, W*r] (a reshape, permute, reshape).
 Tensor pixel_shuffle(const Tensor& input, int64_t r) {
-  KILN_CHECK(input.dim() >= 3, "pixel_shuffle expects input to have at least 3 dimensions, but ",
+  KILN_CHECK(input.dim() >= 3, "pixel_shuffle: expects input to have at least 3 dimensions, but ",
              "got input with ", input.dim(), " dimension(s)");
-  KILN_CHECK(r > 0, "pixel_shuffle expects a positive upscale_factor, but got ", r);
+  KILN_CHECK(r > 0, "pixel_shuffle: expects a positive upscale_factor, but got ", r);
   const int64_t nd = input.dim();
   const SymInt c = input.size(-3), h = input.size(-2), w = input.size(-1);
-  KILN_CHECK(c % (r * r) == 0, "pixel_shuffle expects its input's 'channel' dimension to be ",
+  KILN_CHECK(c % (r * r) == 0, "pixel_shuffle: expects its input's 'channel' dimension to be ",
              "divisible by the square of upscale_factor, but input.size(-3)=", c,
              " is not divisible by ", r * r);
   const SymShape sizes = input.sym_sizes();
@@ -232,12 +256,12 @@ Tensor pixel_shuffle(const Tensor& input, int64_t r) {
 
 // pixel_unshuffle: [*, C, H*r, W*r] -> [*, C*r*r, H, W].
 Tensor pixel_unshuffle(const Tensor& input, int64_t r) {
-  KILN_CHECK(input.dim() >= 3, "pixel_unshuffle expects input to have at least 3 dimensions, ",
+  KILN_CHECK(input.dim() >= 3, "pixel_unshuffle: expects input to have at least 3 dimensions, ",
              "but got input with ", input.dim(), " dimension(s)");
-  KILN_CHECK(r > 0, "pixel_unshuffle expects a positive downscale_factor, but got ", r);
+  KILN_CHECK(r > 0, "pixel_unshuffle: expects a positive downscale_factor, but got ", r);
   const int64_t nd = input.dim();
   const SymInt c = input.size(-3), h = input.size(-2), w = input.size(-1);
-  KILN_CHECK(h % r == 0 && w % r == 0, "pixel_unshuffle expects height and width to be ",
+  KILN_CHECK(h % r == 0 && w % r == 0, "pixel_unshuffle: expects height and width to be ",
              "divisible by downscale_factor, but got height=", h, ", width=", w,
              ", downscale_factor=", r);
   const SymShape sizes = input.sym_sizes();

@@ -112,7 +112,7 @@ TEST(Conv2d, UnbatchedInputAndConv1d3dShapes) {
 
 TEST(Conv2d, ErrorMessages) {
   std::string e = error_of([] { conv2d(zeros({1, 4, 5, 5}), zeros({8, 3, 3, 3})); });
-  EXPECT_NE(e.find("Given groups=1, weight of size [8, 3, 3, 3], expected input[1, 4, 5, 5] to "
+  EXPECT_NE(e.find("Given groups=1, weight of size [8, 3, 3, 3], expected input [1, 4, 5, 5] to "
                    "have 3 channels, but got 4 channels instead"),
             std::string::npos)
       << e;
@@ -125,7 +125,7 @@ TEST(Conv2d, ErrorMessages) {
   EXPECT_NE(e.find("padding='same' is not supported for strided convolutions"), std::string::npos)
       << e;
   e = error_of([] { conv2d(zeros({3, 5}), zeros({8, 3, 3, 3})); });
-  EXPECT_NE(e.find("Expected 3D (unbatched) or 4D (batched) input to conv2d"), std::string::npos)
+  EXPECT_NE(e.find("conv2d: expected a 3-D (unbatched) or 4-D (batched) input"), std::string::npos)
       << e;
   e = error_of([] { conv_transpose2d(zeros({1, 2, 3, 3}), zeros({2, 3, 3, 3}), {}, 1, 0, 1); });
   EXPECT_NE(e.find("output padding must be smaller than either stride or dilation"),

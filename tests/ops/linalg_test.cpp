@@ -211,7 +211,8 @@ TEST(Matmul, ErrorsNameBothShapes) {
       }),
       "matmul: cannot broadcast the batch dims of [2, 2, 3] and [3, 3, 4]: 2 != 3 at batch dim 0");
   EXPECT_EQ(error_of([] { matmul(zeros({}), zeros({3})); }),
-            "matmul: both arguments to matmul need to be at least 1D, but they are 0D and 1D");
+            "matmul: both arguments to matmul need to be at least 1D, but they are 0D and 1D "
+            "(shapes [] and [3])");
   EXPECT_EQ(error_of([] {
               mm(zeros({2, 3}), zeros({4, 5}));
             }),
@@ -396,18 +397,18 @@ TEST(Einsum, Errors) {
   EXPECT_EQ(error_of([&] {
               einsum("ij,jk->ik", {A, B});
             }),
-            "einsum(): operands do not broadcast: subscript j has size 4 and 5 (operand 1)");
+            "einsum: operands do not broadcast: subscript j has size 4 and 5 (operand 1)");
   EXPECT_EQ(error_of([&] { einsum("ijk->i", {A}); }),
-            "einsum(): the number of subscripts in the equation (3) does not match the number of "
+            "einsum: the number of subscripts in the equation (3) does not match the number of "
             "dimensions (2) for operand 0 and no ellipsis was given");
   EXPECT_EQ(error_of([&] { einsum("ij->iz", {A}); }),
-            "einsum(): output subscript z does not appear in the equation for any input operand");
+            "einsum: output subscript z does not appear in the equation for any input operand");
   EXPECT_EQ(error_of([&] { einsum("ij,jk->ik", {A}); }),
-            "einsum(): fewer operands were provided than specified in the equation");
+            "einsum: fewer operands (1) were provided than specified in the equation 'ij,jk->ik'");
   EXPECT_EQ(error_of([&] { einsum("ij->ii", {A}); }),
-            "einsum(): output subscript i appears more than once in the output");
+            "einsum: output subscript i appears more than once in the output");
   EXPECT_EQ(error_of([&] { einsum("ii->i", {A}); }),
-            "einsum(): subscript i is repeated for operand 0 but the sizes don't match, 3 != 4");
+            "einsum: subscript i is repeated for operand 0 but the sizes don't match, 3 != 4");
 }
 
 TEST(Blas, OneDnnMatmulAgreesWithOpenBlasOnFloat32) {

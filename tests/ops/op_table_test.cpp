@@ -1,6 +1,7 @@
 // The op-table suites: every registry entry is checked against its float64 reference, its
 // gradients against finite differences (float64), its meta function against eager, over the
-// entry's samples (non-contiguous, broadcast, 0-dim and zero-size inputs) and dtypes.
+// entry's samples (non-contiguous, broadcast, 0-dim and zero-size inputs) and dtypes, and its
+// error samples against the message convention.
 // Adding an op to the registry adds it here.
 #include <gtest/gtest.h>
 
@@ -101,6 +102,23 @@ TEST_P(OpTable, SecondOrderGradients) {
     if (!s.check_grad) continue;
     testing::gradcheck(o, s, /*second_order=*/true);
     break;
+  }
+}
+
+// Each error sample throws a kiln::Error that names the op first and shows the offending
+// values; under MetaMode too where the meta function checks it (the compiler relies on that).
+TEST_P(OpTable, ErrorsNameTheOpAndTheirInputs) {
+  const OpDef& o = op();
+  if (!o.error_samples_) GTEST_SKIP() << o.name << " has no error samples";
+  for (const OpErrorSample& s : o.error_samples_()) {
+    SCOPED_TRACE(o.name + " " + s.desc);
+    EXPECT_TRUE(testing::raises([&] { call_op(o, s.inputs, s.attrs); }, o.name, s.expected));
+    if (!s.in_meta) continue;
+    std::vector<Tensor> meta_in;
+    for (const auto& t : s.inputs) meta_in.push_back(testing::meta_like(t));
+    ModeGuard g(std::make_shared<MetaMode>());
+    EXPECT_TRUE(testing::raises([&] { call_op(o, meta_in, s.attrs); }, o.name, s.expected))
+        << "under MetaMode";
   }
 }
 

@@ -94,6 +94,28 @@ Tensor meta_like(const Tensor& t) {
   return m;
 }
 
+::testing::AssertionResult raises(const std::function<void()>& f, const std::string& op,
+                                  const std::string& expected) {
+  std::string message;
+  try {
+    f();
+    return ::testing::AssertionFailure() << "no error was thrown (expected one from " << op << ")";
+  } catch (const Error& e) {
+    message = e.what();
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure()
+           << "threw a std::exception, not a kiln::Error: " << e.what();
+  }
+  const std::string prefix = op + ": ";
+  if (message.rfind(prefix, 0) != 0)
+    return ::testing::AssertionFailure()
+           << "message does not start with \"" << prefix << "\": " << message;
+  if (message.find(expected) == std::string::npos)
+    return ::testing::AssertionFailure()
+           << "message does not contain \"" << expected << "\": " << message;
+  return ::testing::AssertionSuccess();
+}
+
 const std::set<std::string>& second_order_ops() {
   static const std::set<std::string> ops = {"add",
                                             "mul",

@@ -1,5 +1,8 @@
 #pragma once
 // Helpers for the op-table tests: tolerances, comparison, layout-preserving clones, gradcheck.
+#include <gtest/gtest.h>
+
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,5 +27,10 @@ Tensor meta_like(const Tensor& t);
 // its backward) in float64.
 void gradcheck(const OpDef& op, const OpSample& sample, bool second_order);
 const std::set<std::string>& second_order_ops();
+
+// Whether f throws a kiln::Error whose message names the op first ("<op>: ...", ARCHITECTURE.md
+// §11) and contains `expected`; when not, the result says what happened instead.
+::testing::AssertionResult raises(const std::function<void()>& f, const std::string& op,
+                                  const std::string& expected);
 
 }  // namespace kiln::testing

@@ -434,19 +434,19 @@ TEST_F(Random, Errors) {
   EXPECT_EQ(message([] {
               randn({-1, 2});
             }),
-            "Trying to create tensor with negative dimension -1: [-1, 2]");
+            "randn: Trying to create tensor with negative dimension -1: [-1, 2]");
   EXPECT_EQ(message([] { randint(5, 5, {2}); }),
-            "randint expects 'from' to be less than 'to', but got from=5 >= to=5");
+            "randint: expects 'from' to be less than 'to', but got from=5 >= to=5");
   EXPECT_EQ(message([] { randint(0, 300, {2}, kUInt8); }),
             "randint: the range [0, 300) is out of bounds for dtype uint8");
   EXPECT_EQ(message([] { empty({2}).normal_(0, -1); }),
-            "normal expects std >= 0.0, but found std -1");
+            "normal_: expects std >= 0.0, but found std -1");
   EXPECT_EQ(message([] { empty({2}).uniform_(2, 1); }),
-            "uniform_ expects to return a [from, to) range, but found from=2 > to=1");
+            "uniform_: expects to return a [from, to) range, but found from=2 > to=1");
   EXPECT_EQ(message([] { empty({2}).exponential_(0); }),
-            "exponential_ expects lambda > 0.0, but found lambda=0");
+            "exponential_: expects lambda > 0.0, but found lambda=0");
   EXPECT_EQ(message([] { empty({2}).bernoulli_(1.5); }),
-            "bernoulli_ expects p to be in [0, 1], but got p=1.5");
+            "bernoulli_: expects p to be in [0, 1], but got p=1.5");
   EXPECT_EQ(message([] {
               bernoulli(tensor({0.5, -0.5}));
             }),
@@ -458,28 +458,29 @@ TEST_F(Random, Errors) {
               multinomial(tensor({1.0, 2.0}), 3);
             }),
             "multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
-            "replacement");
+            "replacement (got 3 > 2)");
   EXPECT_EQ(message([] {
               multinomial(tensor({1.0, 2.0}), 0, true);
             }),
-            "multinomial: cannot sample n_sample <= 0 samples");
+            "multinomial: cannot sample n_sample <= 0 samples (got 0)");
   EXPECT_EQ(message([] {
               multinomial(tensor({1.0, -2.0}), 1, true);
             }),
-            "multinomial: probability tensor contains either `inf`, `nan` or element < 0");
+            "multinomial: probability tensor contains either `inf`, `nan` or element < 0 (got -2 "
+            "in row 0)");
   EXPECT_EQ(message([] {
               multinomial(tensor({1.0, 0.0, 0.0}), 2);
             }),
             "multinomial: invalid multinomial distribution (with replacement=False, not enough "
-            "non-negative category to sample)");
+            "non-negative category to sample: 1 in row 0 for 2 samples)");
   EXPECT_EQ(message([] {
               multinomial(zeros({2, 2, 2}), 1);
             }),
-            "multinomial: prob_dist must be 1 or 2 dim, got 3 dims");
+            "multinomial: prob_dist must be 1 or 2 dim, got 3 dims (shape [2, 2, 2])");
   EXPECT_EQ(message([] {
               multinomial(tensor({1, 2}), 1);
             }),
-            "multinomial only supports floating-point dtypes for input, got: int64");
+            "multinomial: only supports floating-point dtypes for input, got: int64");
 }
 
 }  // namespace

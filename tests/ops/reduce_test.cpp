@@ -98,7 +98,7 @@ TEST(Reduce, DtypeRules) {
   EXPECT_EQ(tensor({true, true, false}).sum().item<int64_t>(), 2);
   EXPECT_EQ(i.sum(kFloat64).dtype(), kFloat64);
   expect_error([&] { i.mean(); },
-               "mean(): could not infer output dtype. Input dtype must be either a floating "
+               "mean: could not infer output dtype. Input dtype must be either a floating "
                "point or complex dtype. Got: int32");
   expect_error([&] { make({3}, kFloat32).mean(kInt64); }, "Optional dtype must be either");
   EXPECT_DOUBLE_EQ(i.mean(kFloat64).item<double>(), 2.0);
@@ -132,13 +132,13 @@ TEST(Reduce, EmptyInputs) {
   const std::string unspecified =
       "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
       "with the 'dim' argument.";
-  expect_error([&] { e.amax(); }, "amax(): " + unspecified);
-  expect_error([&] { e.amin(); }, "amin(): " + unspecified);
-  expect_error([&] { e.max(); }, "max(): " + unspecified);
-  expect_error([&] { e.argmax(); }, "argmax(): " + unspecified);
-  expect_error([&] { e.amax({0}); }, "amax(): Expected reduction dim 0 to have non-zero size.");
-  expect_error([&] { e.max(0); }, "max(): Expected reduction dim 0 to have non-zero size.");
-  expect_error([&] { e.argmin(0); }, "argmin(): Expected reduction dim 0 to have non-zero size.");
+  expect_error([&] { e.amax(); }, "amax: " + unspecified);
+  expect_error([&] { e.amin(); }, "amin: " + unspecified);
+  expect_error([&] { e.max(); }, "max: " + unspecified);
+  expect_error([&] { e.argmax(); }, "argmax: " + unspecified);
+  expect_error([&] { e.amax({0}); }, "amax: Expected reduction dim 0 to have non-zero size.");
+  expect_error([&] { e.max(0); }, "max_dim: Expected reduction dim 0 to have non-zero size.");
+  expect_error([&] { e.argmin(0); }, "argmin: Expected reduction dim 0 to have non-zero size.");
   expect_error([&] { e.norm(INFINITY, {0}); }, "cannot compute the inf norm on an empty tensor");
   // Reducing a non-empty dim of an empty tensor is fine.
   EXPECT_EQ(e.amax({1}).sizes().vec(), std::vector<int64_t>{0});

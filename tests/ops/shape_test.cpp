@@ -63,7 +63,7 @@ TEST(ShapeErrors, CatMessages) {
   EXPECT_ERROR(cat({zeros({2, 3})}, 2),
                "dimension out of range (expected to be in range of [-2, 1], but got 2)");
   EXPECT_ERROR(stack({zeros({2, 3}), zeros({2, 4})}),
-               "stack expects each tensor to be equal size, but got [2, 3] at entry 0 and [2, 4] "
+               "stack: expects each tensor to be equal size, but got [2, 3] at entry 0 and [2, 4] "
                "at entry 1");
 }
 
@@ -81,9 +81,9 @@ TEST(ShapeErrors, DimOutOfRange) {
   EXPECT_ERROR(x.flip({0, 0}), "dim 0 appears multiple times in the list of dims");
   EXPECT_ERROR(x.permute({0}), "number of dims don't match in permute");
   EXPECT_ERROR(x.select(1, 3),
-               "select(): index 3 out of range for tensor of size [2, 3] at dimension 1");
+               "select: index 3 out of range for tensor of size [2, 3] at dimension 1");
   EXPECT_ERROR(x.narrow(1, 2, 2), "start (2) + length (2) exceeds dimension size (3).");
-  EXPECT_ERROR(x.diagonal(0, 1, -1), "diagonal dimensions cannot be identical 1, -1");
+  EXPECT_ERROR(x.diagonal(0, 1, -1), "diagonal: dimensions cannot be identical 1, -1");
   EXPECT_ERROR(x.unfold(1, 4, 1), "maximum size for tensor at dimension 1 is 3 but size is 4");
   EXPECT_ERROR(x.flatten(1, 0), "start_dim cannot come after end_dim");
   EXPECT_ERROR(zeros({3}).tril(), "tril: input tensor must have at least 2 dimensions");
@@ -103,15 +103,15 @@ TEST(ShapeErrors, ViewOnIncompatibleStridesSaysReshape) {
 TEST(ShapeErrors, SplitPadRepeatMessages) {
   Tensor x = zeros({5, 2});
   EXPECT_ERROR(x.split_with_sizes({2, 2}),
-               "split_with_sizes expects split_sizes to sum exactly to 5");
-  EXPECT_ERROR(x.chunk(0), "chunk expects `chunks` to be greater than 0, got: 0");
+               "split_with_sizes: expects split_sizes to sum exactly to 5");
+  EXPECT_ERROR(x.chunk(0), "chunk: expects `chunks` to be greater than 0, got: 0");
   EXPECT_ERROR(pad(zeros({1, 3}), {3, 3}, "reflect"),
                "Padding size should be less than the corresponding input dimension, but got: "
                "padding (3, 3) at dimension 1 of input [1, 3]");
   EXPECT_ERROR(pad(x, {1}), "Padding length must be divisible by 2");
   EXPECT_ERROR(pad(x, {1, 1}, "circular"), "unsupported padding mode 'circular'");
   EXPECT_ERROR(pad(x, {1, 1}, "reflect", 1.0), "doesn't take in value argument");
-  EXPECT_ERROR(x.repeat({2}), "Number of dimensions of repeat dims can not be smaller");
+  EXPECT_ERROR(x.repeat({2}), "Number of dimensions of repeat dims (1) can not be smaller");
   EXPECT_ERROR(x.repeat_interleave(-1), "repeats can not be negative");
   EXPECT_ERROR(x.roll({1, 2}, {0}), "shifts and dimensions must align");
   EXPECT_ERROR(x.movedim({0, 1}, {0, 0}), "movedim: repeated dim in `destination`");

@@ -265,7 +265,7 @@ TEST(Searchsorted, Errors) {
       [] {
         searchsorted(tensor({{1, 2}, {3, 4}}), tensor({1, 2}));
       },
-      "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+      "searchsorted: boundaries tensor should be 1 dimension or the first N-1 "
       "dimensions");
   expect_error(
       [] {
@@ -297,8 +297,12 @@ TEST(Histc, PyTorchsExamplesAndRanges) {
   expect_values(histc(tensor({0.0, 0.5, 1.0, 1.5, 2.0}), 4, 0, 2), {1, 1, 1, 2});
   expect_values(histc(empty({0}), 4), {0, 0, 0, 0});
   EXPECT_EQ(histc(tensor({1.0f, 2.0f}), 2).dtype(), kFloat32);
-  expect_error([] { histc(tensor({1.0, 2.0}), -1); }, "bins must be > 0, but got -1");
-  expect_error([] { histc(tensor({1.0, 2.0}), 4, 3, 1); }, "max must be larger than min");
+  expect_error([] { histc(tensor({1.0, 2.0}), -1); }, "histc: bins must be > 0, got -1");
+  expect_error(
+      [] {
+        histc(tensor({1.0, 2.0}), 4, 3, 1);
+      },
+      "histc: max (1) must be larger than or equal to min (3)");
   expect_error([] { histc(tensor({1, 2}), 4); }, "histc");
 }
 
@@ -315,37 +319,41 @@ TEST(Bincount, CountsWeightsAndErrors) {
       [] {
         bincount(tensor({-1, 2}));
       },
-      "bincount only supports 1-d non-negative integral inputs.");
+      "bincount: only supports 1-d non-negative integral inputs");
   expect_error(
       [] {
         bincount(tensor({1.0, 2.0}));
       },
-      "bincount only supports 1-d non-negative integral inputs.");
+      "bincount: only supports 1-d non-negative integral inputs");
   expect_error(
       [] {
         bincount(tensor({1, 2}), tensor({1.0}));
       },
-      "weights should be 1-d and have the same length as input");
-  expect_error([] { bincount(tensor({1, 2}), std::nullopt, -1); }, "minlength should be >= 0");
+      "bincount: weights should be 1-d and have the same length as input");
+  expect_error(
+      [] {
+        bincount(tensor({1, 2}), std::nullopt, -1);
+      },
+      "bincount: minlength should be >= 0");
 }
 
 TEST(SortErrors, PyTorchsMessages) {
-  expect_error([] { tensor({1.0, 2.0}).topk(3); }, "selected index k out of range");
+  expect_error([] { tensor({1.0, 2.0}).topk(3); }, "topk: k (3) is out of range [0, 2]");
   expect_error(
       [] {
         zeros({3, 4}).kthvalue(5);
       },
-      "kthvalue(): selected number k out of range for dimension 1");
+      "kthvalue: k (5) is out of range [1, 4] for dimension 1");
   expect_error(
       [] {
         zeros({3, 0}).median(1);
       },
-      "median(): Expected reduction dim 1 to have non-zero size.");
+      "median_dim: Expected reduction dim 1 to have non-zero size.");
   expect_error(
       [] {
         zeros({3, 0}).mode(1);
       },
-      "mode(): Expected reduction dim 1 to have non-zero size.");
+      "mode: Expected reduction dim 1 to have non-zero size.");
   expect_error([] { zeros({3, 4}).sort(2); }, "dimension out of range");
 }
 

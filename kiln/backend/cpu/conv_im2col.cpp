@@ -150,7 +150,8 @@ void backward_weight_t(const ConvGeometry& g, const T* gy, const T* x, T* gw) {
 template <class F>
 void visit(ScalarType dt, F&& f) {
   if (dt == kFloat32) return f(float{});
-  KILN_CHECK(dt == kFloat64, "convolution: the im2col path takes float32 or float64, got ", dt);
+  KILN_CHECK(dt == kFloat64, "internal: the convolution im2col path takes float32 or float64, got ",
+             dt);
   f(double{});
 }
 

@@ -215,7 +215,7 @@ void reduce_native(const Tensor& out, int64_t dim, const Tensor& index, const Te
     case ScatterOp::Assign:
       break;
   }
-  KILN_FAIL("scatter: unexpected reduction");
+  KILN_FAIL("internal: scatter: unexpected reduction");
 }
 
 // The dtype reductions compute in: float (also for float16/bfloat16), double, int64.
@@ -269,7 +269,8 @@ void check_index_range(const char* op, const Tensor& index, int64_t dim, int64_t
 void gather(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   if (out.numel() == 0) return;
   KILN_CHECK(out.dtype() == self.dtype() && out.is_contiguous() && index.dtype() == kInt64,
-             "gather: expects a contiguous output of the input's dtype and an int64 index");
+             "internal: cpu::gather expects a contiguous output of the input's dtype and an int64 "
+             "index");
   switch (out.element_size()) {
     case 1:
       return gather_typed<uint8_t>(out, self, dim, index);
@@ -282,11 +283,11 @@ void gather(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& in
   }
 }
 
-void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
-             const Scalar& value, ScatterOp op, bool include_self) {
+void scatter(const char* caller, const Tensor& out, int64_t dim, const Tensor& index,
+             const Tensor& src, const Scalar& value, ScatterOp op, bool include_self) {
   if (index.numel() == 0 || out.numel() == 0) return;
   KILN_CHECK(out.is_contiguous() && index.dtype() == kInt64,
-             "scatter: expects a contiguous output and an int64 index");
+             "internal: cpu::scatter expects a contiguous output and an int64 index");
   if (op == ScatterOp::Assign) {
     Tensor s = converted(src, out.dtype());
     switch (out.element_size()) {
@@ -300,7 +301,7 @@ void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& 
         return assign_typed<uint64_t>(out, dim, index, s, value);
     }
   }
-  const ScalarType native = reduce_dtype("scatter", out.dtype());
+  const ScalarType native = reduce_dtype(caller, out.dtype());
   Tensor work = converted(out, native);
   Tensor s = converted(src, native);
   if (native == kFloat32) reduce_native<float>(work, dim, index, s, value, op, include_self);

@@ -34,8 +34,9 @@ void gather(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& in
 // out.scatter_(dim, index, src) with reduction `op` (Assign: plain writes). `out` is contiguous
 // and already holds self; src (when defined) has out's dtype, otherwise `value` is scattered;
 // index is int64 with values in [0, out.size(dim)). include_self = false: the positions that
-// receive values are first reset, so self does not take part in their reduction.
-void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
-             const Scalar& value, ScatterOp op, bool include_self);
+// receive values are first reset, so self does not take part in their reduction. Errors name
+// `caller`, the op.
+void scatter(const char* caller, const Tensor& out, int64_t dim, const Tensor& index,
+             const Tensor& src, const Scalar& value, ScatterOp op, bool include_self);
 
 }  // namespace kiln::cpu
