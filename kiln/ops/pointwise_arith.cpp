@@ -287,6 +287,19 @@ KILN_REGISTER_OP(pow)
     })
     .lowering("pointwise:kiln::scalar::Pow");
 
+namespace {
+// fmod and remainder: bool operands, and an integer divisor of 0 (found by the kernel).
+std::vector<OpErrorSample> integer_division_errors() {
+  auto s = pointwise::errors(2, kBool)();
+  s.push_back({{tensor({4, 2}, kInt64), tensor({2, 0}, kInt64)},
+               {},
+               "ZeroDivisionError",
+               "integer division by zero",
+               /*in_meta=*/false});
+  return s;
+}
+}  // namespace
+
 KILN_REGISTER_OP(fmod)
     .schema("fmod(Tensor self, Tensor other) -> Tensor")
     .meta(meta::broadcast("fmod", meta::ResultKind::Promote))
@@ -303,15 +316,7 @@ KILN_REGISTER_OP(fmod)
     .samples([](ScalarType dt) { return pointwise::nonzero_input(binary_samples(dt), 1); })
     .reference(pointwise::reference([](double a, double b) { return std::fmod(a, b); }))
     .dtypes(pointwise::kNumeric)
-    .error_samples([] {
-      auto s = pointwise::errors(2, kBool)();
-      s.push_back({{tensor({4, 2}, kInt64), tensor({2, 0}, kInt64)},
-                   {},
-                   "ZeroDivisionError",
-                   "integer division by zero",
-                   /*in_meta=*/false});
-      return s;
-    })
+    .error_samples(integer_division_errors)
     .lowering("pointwise:kiln::scalar::Fmod");
 
 KILN_REGISTER_OP(remainder)
@@ -330,15 +335,7 @@ KILN_REGISTER_OP(remainder)
     .samples([](ScalarType dt) { return pointwise::nonzero_input(binary_samples(dt), 1); })
     .reference(pointwise::reference([](double a, double b) { return a - b * std::floor(a / b); }))
     .dtypes(pointwise::kNumeric)
-    .error_samples([] {
-      auto s = pointwise::errors(2, kBool)();
-      s.push_back({{tensor({4, 2}, kInt64), tensor({2, 0}, kInt64)},
-                   {},
-                   "ZeroDivisionError",
-                   "integer division by zero",
-                   /*in_meta=*/false});
-      return s;
-    })
+    .error_samples(integer_division_errors)
     .lowering("pointwise:kiln::scalar::Remainder");
 
 KILN_REGISTER_OP(maximum)

@@ -3,23 +3,15 @@
 #include <gtest/gtest.h>
 
 #include "kiln/kiln.h"
+#include "tests/ops/op_test_util.h"
 
 namespace kiln {
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
 TEST(GradientValidation, HooksMayNotChangeTheGradientsSize) {
   Tensor x = ones({3}, requires_grad());
   x.register_hook([](const Tensor&) { return ones({5}); });
-  std::string m = message_of([&] { (x * 2).sum().backward(); });
+  std::string m = testing::error_message([&] { (x * 2).sum().backward(); });
   EXPECT_EQ(m, "backward: hook has changed the size of value (was [3] got [5])");
   EXPECT_FALSE(x.grad().defined());
 }
@@ -27,7 +19,7 @@ TEST(GradientValidation, HooksMayNotChangeTheGradientsSize) {
 TEST(GradientValidation, HooksMayNotChangeTheGradientsType) {
   Tensor x = ones({3}, requires_grad());
   x.register_hook([](const Tensor&) { return ones({3}, kInt64); });
-  std::string m = message_of([&] { (x * 2).sum().backward(); });
+  std::string m = testing::error_message([&] { (x * 2).sum().backward(); });
   EXPECT_EQ(m, "backward: hook has changed the type of value (was CPUFloatType got CPULongType)");
 }
 
@@ -35,7 +27,7 @@ TEST(GradientValidation, HooksOnIntermediatesAreCheckedToo) {
   Tensor x = ones({3}, requires_grad());
   Tensor y = x * 2;
   y.register_hook([](const Tensor& g) { return g.sum(); });
-  std::string m = message_of([&] { y.sum().backward(); });
+  std::string m = testing::error_message([&] { y.sum().backward(); });
   EXPECT_EQ(m, "backward: hook has changed the size of value (was [3] got [])");
   Tensor z = x * 3;
   z.register_hook([](const Tensor& g) { return g * 2; });  // same type and size: fine
@@ -45,9 +37,9 @@ TEST(GradientValidation, HooksOnIntermediatesAreCheckedToo) {
 
 TEST(GradientValidation, SetGradChecksSizeTypeAndDevice) {
   Tensor x = ones({3}, requires_grad());
-  EXPECT_EQ(message_of([&] { x.set_grad(ones({7})); }),
+  EXPECT_EQ(testing::error_message([&] { x.set_grad(ones({7})); }),
             "set_grad: attempting to assign a gradient of size [7] to a tensor of size [3]");
-  EXPECT_EQ(message_of([&] { x.set_grad(ones({3}, kFloat64)); }),
+  EXPECT_EQ(testing::error_message([&] { x.set_grad(ones({3}, kFloat64)); }),
             "set_grad: attempting to assign a gradient with dtype float64 to a tensor with "
             "dtype float32");
   EXPECT_FALSE(x.grad().defined());
@@ -73,7 +65,7 @@ struct BroadcastGrad : autograd::Function<BroadcastGrad> {
 
 TEST(GradientValidation, CustomFunctionGradientsMustMatchTheInput) {
   Tensor x = ones({3}, requires_grad());
-  EXPECT_EQ(message_of([&] { WrongShapeGrad::apply(x).sum().backward(); }),
+  EXPECT_EQ(testing::error_message([&] { WrongShapeGrad::apply(x).sum().backward(); }),
             "custom Function returned an invalid gradient at index 0 - got [5] but expected "
             "shape compatible with [3]");
   BroadcastGrad::apply(x).sum().backward();

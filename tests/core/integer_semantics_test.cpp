@@ -6,18 +6,10 @@
 #include <cmath>
 
 #include "kiln/kiln.h"
+#include "tests/ops/op_test_util.h"
 
 namespace kiln {
 namespace {
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(IntegerSemantics, IntegerListsAreExact) {
   EXPECT_EQ(tensor({INT64_MAX}).item<int64_t>(), INT64_MAX);
@@ -31,7 +23,7 @@ TEST(IntegerSemantics, IntegerListsAreExact) {
 TEST(IntegerSemantics, ItemChecksTheRangeOfTheRequestedType) {
   EXPECT_EQ(tensor({255}).item<uint8_t>(), 255);
   EXPECT_EQ(tensor({-128}).item<int8_t>(), -128);
-  std::string m = message_of([] { tensor({300}).item<uint8_t>(); });
+  std::string m = testing::error_message([] { tensor({300}).item<uint8_t>(); });
   EXPECT_EQ(m.rfind("item: value 300 cannot be converted to type uint8", 0), 0u) << m;
   EXPECT_THROW(tensor({-129}).item<int8_t>(), OverflowError);
   EXPECT_THROW(tensor({int64_t{1} << 31}).item<int32_t>(), OverflowError);
@@ -46,7 +38,7 @@ TEST(IntegerSemantics, ItemChecksTheRangeOfTheRequestedType) {
 }
 
 TEST(IntegerSemantics, FillValuesMustFitTheDtype) {
-  std::string m = message_of([] { full({2}, 300, kUInt8); });
+  std::string m = testing::error_message([] { full({2}, 300, kUInt8); });
   EXPECT_EQ(m.rfind("full: value 300 cannot be converted to type uint8", 0), 0u) << m;
   EXPECT_THROW(zeros({2}, kInt8).fill_(128), OverflowError);
   EXPECT_THROW(full({1}, 1e300, kFloat32), OverflowError);
@@ -56,11 +48,12 @@ TEST(IntegerSemantics, FillValuesMustFitTheDtype) {
 
 TEST(IntegerSemantics, NegativeScalarPowersOfIntegersThrow) {
   const std::string want = "pow: Integers to negative integer powers are not allowed.";
-  EXPECT_EQ(message_of([] { tensor({2, 3}).pow(-1); }), want);
-  EXPECT_EQ(message_of([] { tensor({0}).pow(-1); }), want);
-  EXPECT_EQ(message_of([] { pow(tensor({0, 1}), -2); }), want);
-  EXPECT_NE(message_of([] { tensor({2}).pow_(-1); }).find(want.substr(5)), std::string::npos);
-  EXPECT_EQ(message_of([] { tensor({2}, kUInt8).pow(-1); }), want);
+  EXPECT_EQ(testing::error_message([] { tensor({2, 3}).pow(-1); }), want);
+  EXPECT_EQ(testing::error_message([] { tensor({0}).pow(-1); }), want);
+  EXPECT_EQ(testing::error_message([] { pow(tensor({0, 1}), -2); }), want);
+  EXPECT_NE(testing::error_message([] { tensor({2}).pow_(-1); }).find(want.substr(5)),
+            std::string::npos);
+  EXPECT_EQ(testing::error_message([] { tensor({2}, kUInt8).pow(-1); }), want);
   // Floating bases and non-negative exponents are fine.
   EXPECT_EQ(tensor({2.0}).pow(-1).item<double>(), 0.5);
   EXPECT_EQ(tensor({3}).pow(2).item<int64_t>(), 9);

@@ -116,6 +116,15 @@ Tensor meta_like(const Tensor& t) {
   return ::testing::AssertionSuccess();
 }
 
+std::string error_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
 const std::set<std::string>& second_order_ops() {
   static const std::set<std::string> ops = {"add",
                                             "mul",

@@ -32,5 +32,7 @@ const std::set<std::string>& second_order_ops();
 // §11) and contains `expected`; when not, the result says what happened instead.
 ::testing::AssertionResult raises(const std::function<void()>& f, const std::string& op,
                                   const std::string& expected);
+// The message of the kiln::Error that f throws, or "<no error>".
+std::string error_message(const std::function<void()>& f);
 
 }  // namespace kiln::testing
