@@ -84,7 +84,7 @@ void train(gpt::GPT& model, optim::AdamW& opt, int64_t first_step, int64_t steps
     nn::utils::clip_grad_norm_(model->parameters(), 1.0);
     opt.step();
     schedule.step();
-    progress.update(step + 1, loss.item<double>(), x.numel().guard_int());
+    progress.update(step + 1, loss.item<double>(), x.numel());
   }
   progress.finish();
   model->eval();
@@ -107,8 +107,7 @@ int run_addition(const Args& args) {
   std::printf(
       "GPT: %lld parameters, task: %d-digit addition, %lld training / %lld held-out "
       "problems, %lld steps\n",
-      static_cast<long long>(
-          nn::utils::parameters_to_vector(model->parameters()).numel().guard_int()),
+      static_cast<long long>(nn::utils::parameters_to_vector(model->parameters()).numel()),
       args.digits, static_cast<long long>(task.train_size()),
       static_cast<long long>(task.test_size()), static_cast<long long>(args.steps));
   std::mt19937_64 rng(args.seed + static_cast<uint64_t>(first));

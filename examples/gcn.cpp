@@ -76,7 +76,7 @@ Tensor propagate(const Graph& g, const Tensor& x, bool scatter) {
   if (!scatter) return sparse::mm(g.adjacency, x, "sum");
   Tensor messages = x.index_select(0, g.src) * g.weight.unsqueeze(1);
   Tensor index = g.dst.unsqueeze(1).expand({messages.size(0), x.size(1)});
-  return zeros({g.nodes, x.size(1).guard_int()}).scatter_reduce(0, index, messages, "sum");
+  return zeros({g.nodes, x.size(1)}).scatter_reduce(0, index, messages, "sum");
 }
 
 struct GCNImpl : nn::Module {
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   }
   Graph g = make_graph(nodes, seed);
   std::printf("graph: %lld nodes, %lld edges (with self loops), %lld labelled for training\n",
-              static_cast<long long>(nodes), static_cast<long long>(g.src.size(0).guard_int()),
+              static_cast<long long>(nodes), static_cast<long long>(g.src.size(0)),
               static_cast<long long>(g.train_mask.sum().item<int64_t>()));
   {
     Tensor x = randn({nodes, 3});

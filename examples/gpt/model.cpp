@@ -17,7 +17,7 @@ BlockImpl::BlockImpl(const Config& c) : n_head(c.n_head) {
 }
 
 Tensor BlockImpl::forward(const Tensor& x) {
-  const int64_t B = x.size(0).guard_int(), T = x.size(1).guard_int(), C = x.size(2).guard_int();
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   auto heads = [&](const Tensor& t) { return t.view({B, T, n_head, C / n_head}).transpose(1, 2); };
   std::vector<Tensor> parts = qkv(ln1(x)).split(C, -1);
   Tensor y = F::scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), {},
@@ -43,7 +43,7 @@ GPTImpl::GPTImpl(const Config& c) : config(c) {
 }
 
 Tensor GPTImpl::forward(const Tensor& idx) {
-  const int64_t T = idx.size(1).guard_int();
+  const int64_t T = idx.size(1);
   KILN_CHECK(T <= config.block_size, "GPT: sequence of ", T, " tokens is longer than block_size ",
              config.block_size);
   Tensor x = tok(idx) + pos(arange(T, TensorOptions(kInt64)));
@@ -55,7 +55,7 @@ Tensor GPTImpl::forward(const Tensor& idx) {
 Tensor GPTImpl::generate(Tensor idx, int64_t steps, double temperature) {
   NoGradGuard no_grad;
   for (int64_t i = 0; i < steps; ++i) {
-    const int64_t T = idx.size(1).guard_int();
+    const int64_t T = idx.size(1);
     Tensor context = T > config.block_size ? idx.slice(1, T - config.block_size) : idx;
     Tensor logits = forward(context).select(1, -1);
     Tensor next = temperature == 0 ? logits.argmax(-1, /*keepdim=*/true)

@@ -72,7 +72,7 @@ std::pair<Tensor, Tensor> AdditionTask::test_set() const {
 std::string AdditionTask::decode(const Tensor& tokens) const {
   std::string s;
   Tensor t = tokens.contiguous();
-  for (int64_t i = 0; i < t.numel().guard_int(); ++i) s += kAlphabet[t.data_ptr<int64_t>()[i]];
+  for (int64_t i = 0; i < t.numel(); ++i) s += kAlphabet[t.data_ptr<int64_t>()[i]];
   return s;
 }
 
@@ -117,7 +117,7 @@ Tensor CharCorpus::encode(const std::string& text) const {
 std::string CharCorpus::decode(const Tensor& tokens) const {
   std::string s;
   Tensor t = tokens.contiguous();
-  for (int64_t i = 0; i < t.numel().guard_int(); ++i) s += chars_[t.data_ptr<int64_t>()[i]];
+  for (int64_t i = 0; i < t.numel(); ++i) s += chars_[t.data_ptr<int64_t>()[i]];
   return s;
 }
 

@@ -6,9 +6,9 @@
 #include <unordered_set>
 
 #include "kiln/autograd/grad_mode.h"
-#include "kiln/core/error.h"
 #include "kiln/autograd/node.h"
 #include "kiln/core/autograd_meta.h"
+#include "kiln/core/error.h"
 #include "kiln/ops/ops.h"
 
 namespace kiln::autograd {
@@ -29,8 +29,8 @@ void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slo
 
 variable_list run(const variable_list& roots, const variable_list& grad_roots, bool keep_graph,
                   bool create_graph, const variable_list* inputs, bool allow_unused) {
-  KILN_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(),
-             "backward: got ", grad_roots.size(), " gradients for ", roots.size(), " tensors");
+  KILN_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), "backward: got ",
+             grad_roots.size(), " gradients for ", roots.size(), " tensors");
   std::unordered_map<Node*, variable_list> buffers;
   std::vector<std::pair<Edge, Tensor>> root_grads;
   for (size_t i = 0; i < roots.size(); ++i) {
@@ -41,12 +41,14 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
                " of tensors does not require grad and does not have a grad_fn");
     Tensor g = grad_roots.empty() ? Tensor() : grad_roots[i];
     if (!g.defined()) {
-      KILN_CHECK(r.numel() == 1, "grad can be implicitly created only for scalar outputs (got a "
-                                 "tensor of shape ", r.sizes(), "); pass a gradient argument");
+      KILN_CHECK(r.sym_numel() == 1,
+                 "grad can be implicitly created only for scalar outputs (got a "
+                 "tensor of shape ",
+                 r.sym_sizes(), "); pass a gradient argument");
       g = ones_like(r);
     } else {
-      KILN_CHECK(g.sizes() == r.sizes(), "backward: gradient of shape ", g.sizes(),
-                 " does not match the tensor's shape ", r.sizes());
+      KILN_CHECK(g.sym_sizes() == r.sym_sizes(), "backward: gradient of shape ", g.sym_sizes(),
+                 " does not match the tensor's shape ", r.sym_sizes());
     }
     root_grads.emplace_back(e, g);
   }

@@ -29,8 +29,9 @@ void run_hook(const Node::TensorHook& hook, Tensor& grad) {
   KILN_CHECK(r.dtype() == grad.dtype() && r.device() == grad.device(),
              "backward: hook has changed the type of value (was ", grad.toString(), " got ",
              r.toString(), ")");
-  KILN_CHECK(r.sizes() == grad.sizes(), "backward: hook has changed the size of value (was ",
-             grad.sizes(), " got ", r.sizes(), ")");
+  KILN_CHECK(r.sym_sizes() == grad.sym_sizes(),
+             "backward: hook has changed the size of value (was ", grad.sym_sizes(), " got ",
+             r.sym_sizes(), ")");
   grad = std::move(r);
 }
 }  // namespace

@@ -37,9 +37,9 @@ Tensor reduce_grad_to(const Tensor& grad, const InputMeta& input, const std::str
   KILN_CHECK(grad.device() == input.device, who, " returned an invalid gradient at index ", index,
              " - expected device ", input.device, " but got ", grad.device());
   Tensor g = grad;
-  if (!(g.sizes() == SymIntArrayRef(input.sizes))) {
-    KILN_CHECK(expandable_to(input.sizes, g.sizes()), who,
-               " returned an invalid gradient at index ", index, " - got ", g.sizes(),
+  if (!(g.sym_sizes() == SymIntArrayRef(input.sizes))) {
+    KILN_CHECK(expandable_to(input.sizes, g.sym_sizes()), who,
+               " returned an invalid gradient at index ", index, " - got ", g.sym_sizes(),
                " but expected shape compatible with ", SymIntArrayRef(input.sizes));
     g = sum_to_size(g, input.sizes);
   }
@@ -111,7 +111,8 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
       } else if (op.saves_input_metadata && t.defined()) {
         const TensorImpl& i = *t.impl();
         Tensor shape_only(std::make_shared<TensorImpl>(StorageImpl::meta(i.device()), i.dtype(),
-                                                       i.sizes(), i.strides(), i.storage_offset()));
+                                                       i.sym_sizes(), i.sym_strides(),
+                                                       i.sym_storage_offset()));
         node->saved_inputs().emplace_back(shape_only, false);
       } else {
         node->saved_inputs().emplace_back(t, false);

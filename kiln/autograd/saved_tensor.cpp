@@ -8,8 +8,8 @@ namespace kiln::autograd {
 namespace {
 Tensor alias_of(const Tensor& t) {
   const TensorImpl& i = *t.impl();
-  return Tensor(std::make_shared<TensorImpl>(i.storage(), i.dtype(), i.sizes(), i.strides(),
-                                             i.storage_offset()));
+  return Tensor(std::make_shared<TensorImpl>(i.storage(), i.dtype(), i.sym_sizes(), i.sym_strides(),
+                                             i.sym_storage_offset()));
 }
 }  // namespace
 
@@ -37,8 +37,9 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const char* who) 
   uint32_t now = data_.impl()->storage()->version();
   KILN_CHECK(now == version_,
              "one of the variables needed for gradient computation has been modified by an "
-             "inplace operation: [", data_.toString(), " ", data_.sizes(), "], which is input to ",
-             who, ", is at version ", now, "; expected version ", version_, " instead.");
+             "inplace operation: [",
+             data_.toString(), " ", data_.sym_sizes(), "], which is input to ", who,
+             ", is at version ", now, "; expected version ", version_, " instead.");
   if (!is_output_) return data_;
   Tensor t = alias_of(data_);
   if (requires_grad_ && owner) {

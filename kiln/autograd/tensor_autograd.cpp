@@ -75,8 +75,8 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph,
 
 Tensor Tensor::detach() const {
   const TensorImpl& i = *checked();
-  return Tensor(std::make_shared<TensorImpl>(i.storage(), i.dtype(), i.sizes(), i.strides(),
-                                             i.storage_offset()));
+  return Tensor(std::make_shared<TensorImpl>(i.storage(), i.dtype(), i.sym_sizes(), i.sym_strides(),
+                                             i.sym_storage_offset()));
 }
 
 void Tensor::set_data(const Tensor& new_data) const {

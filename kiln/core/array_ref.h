@@ -60,6 +60,7 @@ class SymIntArrayRef : public ArrayRef<SymInt> {
     return out;
   }
   SymShape sym_vec() const { return SymShape(begin(), end()); }
+  operator SymShape() const { return sym_vec(); }  // NOLINT: SymShape s = x.sym_sizes()
   friend bool operator==(SymIntArrayRef a, const std::vector<int64_t>& b) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < b.size(); ++i)
@@ -73,11 +74,11 @@ class SymIntArrayRef : public ArrayRef<SymInt> {
 class SymIntList {
  public:
   SymIntList() = default;
-  SymIntList(std::initializer_list<SymInt> l) : v_(l) {}                  // NOLINT
-  SymIntList(const SymShape& v) : v_(v) {}                                // NOLINT
-  SymIntList(SymShape&& v) : v_(std::move(v)) {}                          // NOLINT
-  SymIntList(SymIntArrayRef r) : v_(r.begin(), r.end()) {}                // NOLINT
-  SymIntList(IntArrayRef r) : v_(r.begin(), r.end()) {}                   // NOLINT
+  SymIntList(std::initializer_list<SymInt> l) : v_(l) {}                 // NOLINT
+  SymIntList(const SymShape& v) : v_(v) {}                               // NOLINT
+  SymIntList(SymShape&& v) : v_(std::move(v)) {}                         // NOLINT
+  SymIntList(SymIntArrayRef r) : v_(r.begin(), r.end()) {}               // NOLINT
+  SymIntList(IntArrayRef r) : v_(r.begin(), r.end()) {}                  // NOLINT
   SymIntList(const std::vector<int64_t>& v) : v_(v.begin(), v.end()) {}  // NOLINT
   const SymShape& get() const& { return v_; }
   SymShape get() && { return std::move(v_); }

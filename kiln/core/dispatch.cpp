@@ -79,7 +79,7 @@ std::string describe_call(const std::vector<Tensor>& inputs, const Attrs& attrs)
   for (size_t i = 0; i < inputs.size(); ++i) {
     os << (i ? ", " : "");
     if (inputs[i].defined())
-      os << inputs[i].dtype() << SymIntArrayRef(inputs[i].impl()->sizes());
+      os << inputs[i].dtype() << SymIntArrayRef(inputs[i].impl()->sym_sizes());
     else
       os << "None";
   }
@@ -194,7 +194,8 @@ std::vector<Tensor> MetaMode::handle(const OpDef& op, const std::vector<Tensor>&
 std::vector<Tensor> RecordingMode::handle(const OpDef& op, const std::vector<Tensor>& inputs,
                                           const Attrs& attrs) {
   RecordedOp rec{op.name, attrs.to_string(), {}, {}, {}};
-  for (const auto& t : inputs) rec.input_sizes.push_back(t.defined() ? t.sym_sizes() : SymShape{});
+  for (const auto& t : inputs)
+    rec.input_sizes.push_back(t.defined() ? t.sym_sizes().sym_vec() : SymShape{});
   auto outs = call_op(op, inputs, attrs);
   for (const auto& t : outs) {
     rec.output_sizes.push_back(t.sym_sizes());

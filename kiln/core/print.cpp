@@ -117,9 +117,9 @@ class Printer {
         kind_(is_floating_point(t.dtype()) ? Kind::Floating
               : t.dtype() == kBool         ? Kind::Bool
                                            : Kind::Integer),
-        sizes_(t.sizes().vec()),
-        strides_(t.strides().vec()),
-        summarize_(t.numel().guard_int() > o.threshold) {}
+        sizes_(t.sym_sizes().vec()),
+        strides_(t.sym_strides().vec()),
+        summarize_(t.sym_numel().guard_int() > o.threshold) {}
 
   std::string body(int indent) {
     std::vector<Value> shown;
@@ -204,7 +204,7 @@ class Printer {
 std::string size_tuple(const Tensor& t) {
   std::ostringstream os;
   os << "(";
-  for (int64_t d = 0; d < t.dim(); ++d) os << (d ? ", " : "") << t.sizes()[d];
+  for (int64_t d = 0; d < t.dim(); ++d) os << (d ? ", " : "") << t.sym_sizes()[d];
   if (t.dim() == 1) os << ",";
   os << ")";
   return os.str();
@@ -256,10 +256,11 @@ PrintOptions get_printoptions() {
 std::string repr(const Tensor& tensor) {
   if (!tensor.defined()) return "[ Tensor (undefined) ]";
   if (tensor.layout() == Layout::SparseCsr) {
-    return "tensor(crow_indices=" + repr(tensor.crow_indices()) + ",\n       col_indices=" +
-           repr(tensor.col_indices()) + ",\n       values=" + repr(tensor.values()) +
-           ", size=" + size_tuple(tensor) + ", nnz=" +
-           std::to_string(tensor.col_indices().numel().guard_int()) + ", layout=kiln.sparse_csr)";
+    return "tensor(crow_indices=" + repr(tensor.crow_indices()) +
+           ",\n       col_indices=" + repr(tensor.col_indices()) +
+           ",\n       values=" + repr(tensor.values()) + ", size=" + size_tuple(tensor) +
+           ", nnz=" + std::to_string(tensor.col_indices().sym_numel().guard_int()) +
+           ", layout=kiln.sparse_csr)";
   }
   const PrintOptions opts = get_printoptions();
   const std::string prefix = "tensor(";
@@ -273,7 +274,7 @@ std::string repr(const Tensor& tensor) {
     suffixes.push_back("size=" + size_tuple(tensor));
     if (dt != get_default_dtype()) suffixes.push_back("dtype=" + dtype_str(dt));
     body = "...";
-  } else if (tensor.numel().guard_int() == 0) {
+  } else if (tensor.sym_numel().guard_int() == 0) {
     if (tensor.dim() != 1) suffixes.push_back("size=" + size_tuple(tensor));
     if (dt != get_default_dtype()) suffixes.push_back("dtype=" + dtype_str(dt));
     body = "[]";

@@ -15,20 +15,30 @@ namespace {
 int64_t wrap_dim_for(const Tensor& t, int64_t d, const char* what) {
   int64_t n = t.dim();
   int64_t lo = n == 0 ? -1 : -n, hi = n == 0 ? 0 : n - 1;
-  KILN_CHECK(d >= lo && d <= hi, what, ": dimension out of range (expected to be in range of [",
-             lo, ", ", hi, "], but got ", d, ")");
+  KILN_CHECK(d >= lo && d <= hi, what, ": dimension out of range (expected to be in range of [", lo,
+             ", ", hi, "], but got ", d, ")");
   return d < 0 ? d + std::max<int64_t>(n, 1) : d;
 }
 }  // namespace
 
-SymInt Tensor::size(int64_t d) const {
+int64_t Tensor::size(int64_t d) const {
   KILN_CHECK(dim() > 0, "size: a 0-dim tensor has no dimension ", d);
   return checked()->sizes()[wrap_dim_for(*this, d, "size")];
 }
 
-SymInt Tensor::stride(int64_t d) const {
+int64_t Tensor::stride(int64_t d) const {
   KILN_CHECK(dim() > 0, "stride: a 0-dim tensor has no dimension ", d);
   return checked()->strides()[wrap_dim_for(*this, d, "stride")];
+}
+
+SymInt Tensor::sym_size(int64_t d) const {
+  KILN_CHECK(dim() > 0, "sym_size: a 0-dim tensor has no dimension ", d);
+  return checked()->sym_sizes()[wrap_dim_for(*this, d, "sym_size")];
+}
+
+SymInt Tensor::sym_stride(int64_t d) const {
+  KILN_CHECK(dim() > 0, "sym_stride: a 0-dim tensor has no dimension ", d);
+  return checked()->sym_strides()[wrap_dim_for(*this, d, "sym_stride")];
 }
 
 void* Tensor::data_ptr() const {
@@ -58,7 +68,7 @@ Scalar Tensor::item() const {
 }
 
 std::string Tensor::toString() const {
-  static const char* names[] = {"Bool", "Byte", "Char", "Short", "Int",
+  static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
                                 "Long", "Half", "BFloat16", "Float", "Double"};
   std::string dev = is_cuda() ? "CUDA" : "CPU";
   return dev + names[static_cast<int>(dtype())] + "Type";

@@ -24,19 +24,20 @@ class TensorIndex;
 class Generator;
 
 // Unary pointwise ops that are also methods and have an in-place form (x.exp(), x.exp_()).
-#define KILN_UNARY_METHOD_OPS(_)                                                                 \
-  _(neg)                                                                                         \
-  _(abs) _(sign) _(exp) _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt)       \
-      _(reciprocal) _(sin) _(cos) _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh)         \
-          _(sigmoid) _(relu) _(erf) _(erfc) _(erfinv) _(floor) _(ceil) _(round) _(trunc) _(frac) \
-              _(logical_not) _(bitwise_not) _(square)
+#define KILN_UNARY_METHOD_OPS(_)                                                                  \
+  _(neg)                                                                                          \
+  _(abs)                                                                                          \
+  _(sign) _(exp) _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) \
+      _(sin) _(cos) _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu)     \
+          _(erf) _(erfc) _(erfinv) _(floor) _(ceil) _(round) _(trunc) _(frac) _(logical_not)      \
+              _(bitwise_not) _(square)
 
 // Binary pointwise ops that are also methods, with tensor or scalar `other` and in-place forms.
-#define KILN_BINARY_METHOD_OPS(_)                                                                 \
-  _(mul)                                                                                          \
-  _(div) _(pow) _(atan2) _(maximum) _(minimum) _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) \
-      _(ge) _(logical_and) _(logical_or) _(logical_xor) _(bitwise_and) _(bitwise_or)              \
-          _(bitwise_xor)
+#define KILN_BINARY_METHOD_OPS(_)                                                                \
+  _(mul)                                                                                         \
+  _(div)                                                                                         \
+  _(pow) _(atan2) _(maximum) _(minimum) _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) \
+      _(logical_and) _(logical_or) _(logical_xor) _(bitwise_and) _(bitwise_or) _(bitwise_xor)
 
 class Tensor {
  public:
@@ -54,14 +55,20 @@ class Tensor {
 
   int64_t dim() const { return checked()->dim(); }
   int64_t ndimension() const { return dim(); }
-  SymIntArrayRef sizes() const { return SymIntArrayRef(checked()->sizes()); }
-  SymIntArrayRef strides() const { return SymIntArrayRef(checked()->strides()); }
-  SymShape sym_sizes() const { return checked()->sizes(); }
-  SymShape sym_strides() const { return checked()->strides(); }
-  SymInt size(int64_t d) const;  // negative d counts from the end
-  SymInt stride(int64_t d) const;
-  SymInt numel() const { return checked()->numel(); }
-  SymInt storage_offset() const { return checked()->storage_offset(); }
+  // Sizes as libtorch returns them: int64. Reading them from a symbolic tensor (while the
+  // compiler traces) specialises it; the sym_ forms keep sizes symbolic (Note [Concrete sizes]).
+  IntArrayRef sizes() const { return checked()->sizes(); }
+  IntArrayRef strides() const { return checked()->strides(); }
+  int64_t size(int64_t d) const;  // negative d counts from the end
+  int64_t stride(int64_t d) const;
+  int64_t numel() const { return checked()->numel(); }
+  int64_t storage_offset() const { return checked()->storage_offset(); }
+  SymIntArrayRef sym_sizes() const { return SymIntArrayRef(checked()->sym_sizes()); }
+  SymIntArrayRef sym_strides() const { return SymIntArrayRef(checked()->sym_strides()); }
+  SymInt sym_size(int64_t d) const;
+  SymInt sym_stride(int64_t d) const;
+  SymInt sym_numel() const { return checked()->sym_numel(); }
+  const SymInt& sym_storage_offset() const { return checked()->sym_storage_offset(); }
   ScalarType dtype() const { return checked()->dtype(); }
   ScalarType scalar_type() const { return dtype(); }
   Device device() const { return checked()->device(); }
@@ -73,7 +80,7 @@ class Tensor {
   bool is_cuda() const { return device().is_cuda(); }
   bool is_floating_point() const { return kiln::is_floating_point(dtype()); }
   size_t element_size() const { return kiln::element_size(dtype()); }
-  size_t nbytes() const { return static_cast<size_t>(numel().guard_int()) * element_size(); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   void* data_ptr() const;
   template <class T>
   T* data_ptr() const;  // checks T against dtype()

@@ -13,11 +13,43 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, SymShape sizes, SymSha
       storage_offset_(std::move(storage_offset)),
       dtype_(dtype) {
   check_geometry(sizes_, strides_, storage_offset_, element_size(dtype_), *storage_);
+  refresh_concrete();
 }
 
 TensorImpl::~TensorImpl() = default;
 
-SymInt TensorImpl::numel() const { return numel_of(sizes_); }
+SymInt TensorImpl::sym_numel() const { return numel_of(sizes_); }
+
+int64_t TensorImpl::numel() const {
+  // An empty tensor's other sizes may multiply past int64 (numel_of stops at the zero).
+  if (concrete_.size() != 2 * sizes_.size()) return sym_numel().guard_int();
+  int64_t n = 1;
+  for (int64_t s : sizes()) {
+    if (s == 0) return 0;
+    n *= s;  // check_geometry proved the product fits
+  }
+  return n;
+}
+
+// Note [Concrete sizes]
+// sizes_, strides_ and storage_offset_ are SymInts: symbolic while the compiler traces, plain
+// integers otherwise. Eager code, and libtorch programs, read them as int64 (sizes() returns an
+// IntArrayRef, size(d) an int64_t), so a concrete tensor keeps an int64 copy, refreshed whenever
+// its geometry is set. A symbolic tensor fills the copy on the first int64 read, which
+// specialises every size and stride and records those guards, as converting a SymInt does; code
+// that must stay symbolic reads sym_sizes()/sym_size(d) instead.
+void TensorImpl::refresh_concrete() {
+  concrete_.clear();
+  if (!is_symbolic()) fill_concrete();
+}
+
+void TensorImpl::fill_concrete() const {
+  std::vector<int64_t> c;
+  c.reserve(2 * sizes_.size());
+  for (const auto& s : sizes_) c.push_back(s.guard_int());
+  for (const auto& s : strides_) c.push_back(s.guard_int());
+  concrete_ = std::move(c);
+}
 
 bool TensorImpl::is_symbolic() const {
   if (storage_offset_.is_symbolic()) return true;
@@ -60,6 +92,7 @@ void TensorImpl::set_sizes_and_strides(SymShape sizes, SymShape strides, SymInt 
   sizes_ = std::move(sizes);
   strides_ = std::move(strides);
   storage_offset_ = std::move(offset);
+  refresh_concrete();
 }
 
 void TensorImpl::shallow_copy_from(const TensorImpl& other) {
@@ -68,6 +101,7 @@ void TensorImpl::shallow_copy_from(const TensorImpl& other) {
   strides_ = other.strides_;
   storage_offset_ = other.storage_offset_;
   dtype_ = other.dtype_;
+  concrete_ = other.concrete_;
 }
 
 SymShape contiguous_strides(const SymShape& sizes) {

@@ -1,6 +1,7 @@
 #pragma once
-// TensorImpl: what a Tensor handle points at. Storage, offset, sizes and strides (SymInts),
-// dtype, and optional autograd metadata. See tensor.h for the user-facing handle.
+// TensorImpl: what a Tensor handle points at. Storage, offset, sizes and strides (SymInts, with
+// an int64 copy; see Note [Concrete sizes]), dtype, and optional autograd metadata. See tensor.h
+// for the user-facing handle.
 #include <memory>
 #include <vector>
 
@@ -31,11 +32,18 @@ class TensorImpl {
   const Storage& storage() const { return storage_; }
   ScalarType dtype() const { return dtype_; }
   Device device() const { return storage_->device(); }
-  const SymShape& sizes() const { return sizes_; }
-  const SymShape& strides() const { return strides_; }
-  const SymInt& storage_offset() const { return storage_offset_; }
+  const SymShape& sym_sizes() const { return sizes_; }
+  const SymShape& sym_strides() const { return strides_; }
+  const SymInt& sym_storage_offset() const { return storage_offset_; }
+  SymInt sym_numel() const;
+  // The geometry as int64; on a symbolic tensor these specialise it (Note [Concrete sizes]).
+  IntArrayRef sizes() const { return IntArrayRef(concrete().data(), sizes_.size()); }
+  IntArrayRef strides() const {
+    return IntArrayRef(concrete().data() + sizes_.size(), sizes_.size());
+  }
+  int64_t storage_offset() const { return storage_offset_.guard_int(); }
+  int64_t numel() const;
   int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
-  SymInt numel() const;
   bool is_meta() const { return storage_->is_meta(); }
   Layout layout() const { return layout_; }
   bool is_symbolic() const;
@@ -70,6 +78,16 @@ class TensorImpl {
   bool wrapped_number_ = false;
   Layout layout_ = Layout::Strided;
   std::unique_ptr<AutogradMeta> autograd_meta_;
+  // sizes_ then strides_ as int64; empty until first use on a symbolic tensor.
+  mutable std::vector<int64_t> concrete_;
+
+  const std::vector<int64_t>& concrete() const {
+    if (concrete_.size() != 2 * sizes_.size()) [[unlikely]]
+      fill_concrete();
+    return concrete_;
+  }
+  void fill_concrete() const;
+  void refresh_concrete();
 };
 
 // Row-major strides for `sizes`.

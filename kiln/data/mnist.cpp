@@ -102,27 +102,25 @@ MNIST::MNIST(const std::string& root, Mode mode) : is_train_(mode == Mode::kTrai
 }
 
 Example<> MNIST::get(size_t index) {
-  KILN_CHECK(index < static_cast<size_t>(images_.size(0).guard_int()), "MNIST: index ", index,
+  KILN_CHECK(index < static_cast<size_t>(images_.size(0)), "MNIST: index ", index,
              " is out of range for ", images_.size(0), " examples");
   auto i = static_cast<int64_t>(index);
   return {images_[i], targets_[i]};
 }
 
-std::optional<size_t> MNIST::size() const {
-  return static_cast<size_t>(images_.size(0).guard_int());
-}
+std::optional<size_t> MNIST::size() const { return static_cast<size_t>(images_.size(0)); }
 
 void write_mnist_idx(const std::string& root, const Tensor& images, const Tensor& labels,
                      MNIST::Mode mode) {
   KILN_CHECK(images.defined() && images.dtype() == kUInt8 &&
-                 (images.dim() == 3 || (images.dim() == 4 && images.size(1).guard_int() == 1)),
+                 (images.dim() == 3 || (images.dim() == 4 && images.size(1) == 1)),
              "write_mnist_idx: images must be uint8 [N, rows, cols] or [N, 1, rows, cols]");
   KILN_CHECK(labels.defined() && labels.dim() == 1 && is_integral(labels.dtype()),
              "write_mnist_idx: labels must be a 1-D integer tensor");
   Tensor pixels = images.dim() == 4 ? images.select(1, 0) : images;
-  const int64_t n = pixels.size(0).guard_int();
-  KILN_CHECK(labels.size(0).guard_int() == n, "write_mnist_idx: ", n, " images but ",
-             labels.size(0), " labels");
+  const int64_t n = pixels.size(0);
+  KILN_CHECK(labels.size(0) == n, "write_mnist_idx: ", n, " images but ", labels.size(0),
+             " labels");
   KILN_CHECK(n == 0 || (labels.min().item().to<int64_t>() >= 0 &&
                         labels.max().item().to<int64_t>() <= 255),
              "write_mnist_idx: labels must lie in 0..255");
@@ -131,8 +129,7 @@ void write_mnist_idx(const std::string& root, const Tensor& images, const Tensor
   KILN_CHECK(!ec, "write_mnist_idx: cannot create directory '", root, "': ", ec.message());
   std::string image_header, label_header;
   append_be32(image_header, kImageMagic);
-  for (int64_t d = 0; d < 3; ++d)
-    append_be32(image_header, static_cast<uint32_t>(pixels.size(d).guard_int()));
+  for (int64_t d = 0; d < 3; ++d) append_be32(image_header, static_cast<uint32_t>(pixels.size(d)));
   append_be32(label_header, kLabelMagic);
   append_be32(label_header, static_cast<uint32_t>(n));
   write_file(join(root, MNIST::images_file(mode)), image_header, pixels.contiguous());

@@ -14,9 +14,7 @@ class TensorDataset : public Dataset<TensorDataset, TensorExample> {
                "TensorDataset: expected a tensor with at least one dimension");
   }
   TensorExample get(size_t index) override { return tensor[static_cast<int64_t>(index)]; }
-  std::optional<size_t> size() const override {
-    return static_cast<size_t>(tensor.size(0).guard_int());
-  }
+  std::optional<size_t> size() const override { return static_cast<size_t>(tensor.size(0)); }
 
   Tensor tensor;
 };
@@ -27,17 +25,14 @@ class TensorPairDataset : public Dataset<TensorPairDataset> {
       : data_(std::move(data)), targets_(std::move(targets)) {
     KILN_CHECK(data_.defined() && targets_.defined() && data_.dim() >= 1 && targets_.dim() >= 1,
                "TensorPairDataset: expected data and targets with at least one dimension");
-    KILN_CHECK(data_.size(0).guard_int() == targets_.size(0).guard_int(),
-               "TensorPairDataset: data has ", data_.size(0), " rows but targets have ",
-               targets_.size(0));
+    KILN_CHECK(data_.size(0) == targets_.size(0), "TensorPairDataset: data has ", data_.size(0),
+               " rows but targets have ", targets_.size(0));
   }
   Example<> get(size_t index) override {
     auto i = static_cast<int64_t>(index);
     return {data_[i], targets_[i]};
   }
-  std::optional<size_t> size() const override {
-    return static_cast<size_t>(data_.size(0).guard_int());
-  }
+  std::optional<size_t> size() const override { return static_cast<size_t>(data_.size(0)); }
   const Tensor& data() const { return data_; }
   const Tensor& targets() const { return targets_; }
 

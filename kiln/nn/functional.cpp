@@ -10,7 +10,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions&
              "kl_div: reduction must be 'none', 'mean', 'sum' or 'batchmean', got '", r, "'");
   if (r == "batchmean") {
     Tensor sum = kiln::kl_div(input, target, Reduction::Sum, o.log_target());
-    return input.dim() == 0 ? sum : sum / input.size(0).guard_int();
+    return input.dim() == 0 ? sum : sum / input.sym_size(0).guard_int();
   }
   const Reduction red = r == "none"  ? Reduction::None
                         : r == "sum" ? Reduction::Sum

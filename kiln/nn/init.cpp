@@ -17,7 +17,7 @@ int64_t fan(const Tensor& tensor, FanMode mode) {
 
 double kaiming_std(const Tensor& tensor, double a, FanMode mode, Nonlinearity nonlinearity) {
   const int64_t f = fan(tensor, mode);
-  KILN_CHECK(f > 0, "kaiming init: cannot initialise a tensor of shape ", tensor.sizes(),
+  KILN_CHECK(f > 0, "kaiming init: cannot initialise a tensor of shape ", tensor.sym_sizes(),
              " (its fan is zero)");
   return calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(f));
 }
@@ -64,10 +64,10 @@ std::tuple<int64_t, int64_t> _calculate_fan_in_and_fan_out(const Tensor& tensor)
   KILN_CHECK(tensor.dim() >= 2,
              "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
              "(got shape ",
-             tensor.sizes(), ")");
+             tensor.sym_sizes(), ")");
   int64_t receptive = 1;
-  for (int64_t d = 2; d < tensor.dim(); ++d) receptive *= tensor.size(d).guard_int();
-  return {tensor.size(1).guard_int() * receptive, tensor.size(0).guard_int() * receptive};
+  for (int64_t d = 2; d < tensor.dim(); ++d) receptive *= tensor.sym_size(d).guard_int();
+  return {tensor.sym_size(1).guard_int() * receptive, tensor.sym_size(0).guard_int() * receptive};
 }
 
 Tensor uniform_(Tensor tensor, double low, double high) {
@@ -84,7 +84,8 @@ Tensor trunc_normal_(Tensor tensor, double mean, double std, double a, double b)
   NoGradGuard no_grad;
   auto cdf = [](double x) { return 0.5 * (1 + std::erf(x / std::sqrt(2.0))); };
   const double lo = cdf((a - mean) / std), hi = cdf((b - mean) / std);
-  Tensor u = kiln::empty(tensor.sizes(), TensorOptions(kFloat64)).uniform_(2 * lo - 1, 2 * hi - 1);
+  Tensor u =
+      kiln::empty(tensor.sym_sizes(), TensorOptions(kFloat64)).uniform_(2 * lo - 1, 2 * hi - 1);
   Tensor x = (u.erfinv() * (std * std::sqrt(2.0)) + mean).clamp(Scalar(a), Scalar(b));
   return tensor.copy_(x);
 }
@@ -98,26 +99,27 @@ Tensor zeros_(Tensor tensor) { return constant_(std::move(tensor), 0); }
 Tensor ones_(Tensor tensor) { return constant_(std::move(tensor), 1); }
 
 Tensor eye_(Tensor matrix) {
-  KILN_CHECK(matrix.dim() == 2, "eye_: only 2-D tensors are supported, got shape ", matrix.sizes());
+  KILN_CHECK(matrix.dim() == 2, "eye_: only 2-D tensors are supported, got shape ",
+             matrix.sym_sizes());
   NoGradGuard no_grad;
-  return matrix.copy_(
-      eye(matrix.size(0).guard_int(), matrix.size(1).guard_int(), TensorOptions(matrix.dtype())));
+  return matrix.copy_(eye(matrix.sym_size(0).guard_int(), matrix.sym_size(1).guard_int(),
+                          TensorOptions(matrix.dtype())));
 }
 
 Tensor dirac_(Tensor tensor, int64_t groups) {
   const int64_t dims = tensor.dim();
   KILN_CHECK(dims >= 3 && dims <= 5, "dirac_: only 3, 4 or 5-D tensors are supported, got shape ",
-             tensor.sizes());
-  const int64_t out_per_group = tensor.size(0).guard_int() / groups;
-  KILN_CHECK(tensor.size(0).guard_int() % groups == 0, "dirac_: dim 0 (",
-             tensor.size(0).guard_int(), ") must be divisible by groups (", groups, ")");
+             tensor.sym_sizes());
+  const int64_t out_per_group = tensor.sym_size(0).guard_int() / groups;
+  KILN_CHECK(tensor.sym_size(0).guard_int() % groups == 0, "dirac_: dim 0 (",
+             tensor.sym_size(0).guard_int(), ") must be divisible by groups (", groups, ")");
   NoGradGuard no_grad;
   tensor.zero_();
-  const int64_t n = std::min(out_per_group, tensor.size(1).guard_int());
+  const int64_t n = std::min(out_per_group, tensor.sym_size(1).guard_int());
   for (int64_t g = 0; g < groups; ++g) {
     for (int64_t d = 0; d < n; ++d) {
       Tensor w = tensor.select(0, g * out_per_group + d).select(0, d);
-      while (w.dim() > 0) w = w.select(0, w.size(0).guard_int() / 2);
+      while (w.dim() > 0) w = w.select(0, w.sym_size(0).guard_int() / 2);
       w.fill_(1);
     }
   }
@@ -148,10 +150,10 @@ Tensor orthogonal_(Tensor tensor, double gain) {
   KILN_CHECK(tensor.dim() >= 2,
              "orthogonal_: only tensors with 2 or more dimensions are "
              "supported, got shape ",
-             tensor.sizes());
+             tensor.sym_sizes());
   NoGradGuard no_grad;
-  const int64_t rows = tensor.size(0).guard_int();
-  const int64_t cols = tensor.numel().guard_int() / std::max<int64_t>(rows, 1);
+  const int64_t rows = tensor.sym_size(0).guard_int();
+  const int64_t cols = tensor.sym_numel().guard_int() / std::max<int64_t>(rows, 1);
   if (rows == 0 || cols == 0) return tensor;
   // Work on the tall orientation, then transpose back.
   const bool wide = rows < cols;
@@ -161,7 +163,7 @@ Tensor orthogonal_(Tensor tensor, double gain) {
   orthonormalise_columns(m, r, c);
   Tensor q = kiln::tensor(m, TensorOptions(kFloat64)).view({r, c});
   if (wide) q = q.t();
-  return tensor.copy_((q * gain).reshape(tensor.sizes()));
+  return tensor.copy_((q * gain).reshape(tensor.sym_sizes()));
 }
 
 }  // namespace kiln::nn::init

@@ -36,7 +36,7 @@ std::string join(const std::string& prefix, const std::string& name) {
 
 std::string shape_string(const Tensor& t) {
   std::ostringstream s;
-  s << t.sizes();
+  s << t.sym_sizes();
   return s.str();
 }
 
@@ -171,7 +171,7 @@ LoadStateDictResult Module::load_state_dict(const OrderedDict<std::string, Tenso
     const Tensor* src = state.find(item.key());
     if (!src) {
       result.missing_keys.push_back(item.key());
-    } else if (src->sizes() != item.value().sizes()) {
+    } else if (src->sym_sizes() != item.value().sym_sizes()) {
       result.mismatched_keys.push_back(item.key() + ": expected " + shape_string(item.value()) +
                                        ", got " + shape_string(*src));
     }
@@ -195,7 +195,7 @@ LoadStateDictResult Module::load_state_dict(const OrderedDict<std::string, Tenso
   NoGradGuard no_grad;
   for (auto& item : own) {
     const Tensor* src = state.find(item.key());
-    if (src && src->sizes() == item.value().sizes()) item.value().copy_(*src);
+    if (src && src->sym_sizes() == item.value().sym_sizes()) item.value().copy_(*src);
   }
   return result;
 }

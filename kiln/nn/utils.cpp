@@ -48,15 +48,15 @@ Tensor parameters_to_vector(const std::vector<Tensor>& parameters) {
 
 void vector_to_parameters(const Tensor& vec, const std::vector<Tensor>& parameters) {
   int64_t total = 0;
-  for (const Tensor& p : parameters) total += p.numel().guard_int();
-  KILN_CHECK(vec.dim() == 1 && vec.numel().guard_int() == total,
+  for (const Tensor& p : parameters) total += p.sym_numel().guard_int();
+  KILN_CHECK(vec.dim() == 1 && vec.sym_numel().guard_int() == total,
              "vector_to_parameters: expected a vector of ", total, " elements, got shape ",
-             vec.sizes());
+             vec.sym_sizes());
   NoGradGuard no_grad;
   int64_t offset = 0;
   for (const Tensor& p : parameters) {
-    const int64_t n = p.numel().guard_int();
-    p.detach().copy_(vec.slice(0, offset, offset + n).view(p.sizes()));
+    const int64_t n = p.sym_numel().guard_int();
+    p.detach().copy_(vec.slice(0, offset, offset + n).view(p.sym_sizes()));
     offset += n;
   }
 }

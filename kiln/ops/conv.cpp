@@ -26,7 +26,7 @@ void in_compute_dtype(Tensor& out, const Tensor& a, const Tensor& b, F&& compute
   const ScalarType ct = conv::compute_dtype(out.dtype());
   auto prep = [ct](const Tensor& t) { return (t.dtype() == ct ? t : t.to(ct)).contiguous(); };
   Tensor result = out.dtype() == ct && out.is_contiguous() ? out : empty(out.sym_sizes(), ct);
-  if (result.numel() > 0) compute(ct, result, prep(a), prep(b));
+  if (result.sym_numel() > 0) compute(ct, result, prep(a), prep(b));
   if (!result.is_same(out)) out.copy_(result);
 }
 
@@ -35,18 +35,19 @@ void convolution_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out,
   Tensor& y = out[0];
   in_compute_dtype(
       y, in[0], in[1], [&](ScalarType ct, Tensor& r, const Tensor& x, const Tensor& w) {
-        if (x.numel() == 0 || w.numel() == 0) {
+        if (x.sym_numel() == 0 || w.sym_numel() == 0) {
           r.zero_();
         } else if (!p.transposed) {
-          cpu::conv_forward(conv::geometry(x.sizes().vec(), r.sizes().vec(), w.sizes().vec(), p),
-                            ct, x.data_ptr(), w.data_ptr(), r.data_ptr());
+          cpu::conv_forward(
+              conv::geometry(x.sym_sizes().vec(), r.sym_sizes().vec(), w.sym_sizes().vec(), p), ct,
+              x.data_ptr(), w.data_ptr(), r.data_ptr());
         } else {
           cpu::conv_backward_data(
-              conv::geometry(r.sizes().vec(), x.sizes().vec(), w.sizes().vec(), p), ct,
+              conv::geometry(r.sym_sizes().vec(), x.sym_sizes().vec(), w.sym_sizes().vec(), p), ct,
               x.data_ptr(), w.data_ptr(), r.data_ptr());
         }
       });
-  if (in[2].defined() && y.numel() > 0) {
+  if (in[2].defined() && y.sym_numel() > 0) {
     std::vector<int64_t> shape(static_cast<size_t>(y.dim() - 1), 1);
     shape[0] = -1;
     y.add_(in[2].view(shape));
@@ -60,11 +61,11 @@ std::vector<Tensor> convolution_backward(const BackwardContext& c) {
   const conv::Params p = conv_params(x, c.attrs);
   std::vector<Tensor> g(3);
   if (!p.transposed) {
-    if (c.needs_grad(0)) g[0] = conv::data_grad(gy, w, x.sizes().vec(), p);
-    if (c.needs_grad(1)) g[1] = conv::weight_grad(gy, x, w.sizes().vec(), p);
+    if (c.needs_grad(0)) g[0] = conv::data_grad(gy, w, x.sym_sizes().vec(), p);
+    if (c.needs_grad(1)) g[1] = conv::weight_grad(gy, x, w.sym_sizes().vec(), p);
   } else {
-    if (c.needs_grad(0)) g[0] = conv::forward_fit(gy, w, x.sizes().vec(), p);
-    if (c.needs_grad(1)) g[1] = conv::weight_grad(x, gy, w.sizes().vec(), p);
+    if (c.needs_grad(0)) g[0] = conv::forward_fit(gy, w, x.sym_sizes().vec(), p);
+    if (c.needs_grad(1)) g[1] = conv::weight_grad(x, gy, w.sym_sizes().vec(), p);
   }
   if (c.needs_grad(2)) {
     std::vector<int64_t> dims = {0};
@@ -193,7 +194,7 @@ KILN_REGISTER_OP(convolution)
         "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       KILN_CHECK(in[0].dim() >= 3, "convolution: expected a batched input [N, C, *], got ",
-                 in[0].sizes());
+                 in[0].sym_sizes());
       const conv::Params p = conv_params(in[0], a);
       return meta::one_spec(conv::output_sizes("convolution", in[0], in[1], in[2], p),
                             in[0].dtype(), in[0].device());
@@ -214,8 +215,8 @@ KILN_REGISTER_OP(convolution_backward_weight)
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const char* op = "convolution_backward_weight";
       KILN_CHECK(in[0].dim() == in[1].dim() && in[0].dim() >= 3, op,
-                 ": expected grad_output and input of the same rank >= 3, got ", in[0].sizes(),
-                 " and ", in[1].sizes());
+                 ": expected grad_output and input of the same rank >= 3, got ", in[0].sym_sizes(),
+                 " and ", in[1].sym_sizes());
       KILN_CHECK(in[0].dtype() == in[1].dtype(), op, ": grad_output type (", in[0].dtype(),
                  ") and input type (", in[1].dtype(), ") should be the same");
       weight_grad_params(in[1], a);
@@ -223,16 +224,16 @@ KILN_REGISTER_OP(convolution_backward_weight)
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const conv::Params p = weight_grad_params(in[1], a);
-      in_compute_dtype(out[0], in[0], in[1],
-                       [&](ScalarType ct, Tensor& r, const Tensor& gy, const Tensor& x) {
-                         if (gy.numel() == 0 || x.numel() == 0) {
-                           r.zero_();
-                           return;
-                         }
-                         cpu::conv_backward_weight(
-                             conv::geometry(x.sizes().vec(), gy.sizes().vec(), r.sizes().vec(), p),
-                             ct, gy.data_ptr(), x.data_ptr(), r.data_ptr());
-                       });
+      in_compute_dtype(
+          out[0], in[0], in[1], [&](ScalarType ct, Tensor& r, const Tensor& gy, const Tensor& x) {
+            if (gy.sym_numel() == 0 || x.sym_numel() == 0) {
+              r.zero_();
+              return;
+            }
+            cpu::conv_backward_weight(
+                conv::geometry(x.sym_sizes().vec(), gy.sym_sizes().vec(), r.sym_sizes().vec(), p),
+                ct, gy.data_ptr(), x.data_ptr(), r.data_ptr());
+          });
     })
     .backward([](const BackwardContext& c) {
       const Tensor& gy = c.input(0);
@@ -240,8 +241,8 @@ KILN_REGISTER_OP(convolution_backward_weight)
       const Tensor& ggw = c.grad();
       const conv::Params p = weight_grad_params(x, c.attrs);
       std::vector<Tensor> g(2);
-      if (c.needs_grad(0)) g[0] = conv::forward_fit(x, ggw, gy.sizes().vec(), p);
-      if (c.needs_grad(1)) g[1] = conv::data_grad(gy, ggw, x.sizes().vec(), p);
+      if (c.needs_grad(0)) g[0] = conv::forward_fit(x, ggw, gy.sym_sizes().vec(), p);
+      if (c.needs_grad(1)) g[1] = conv::data_grad(gy, ggw, x.sym_sizes().vec(), p);
       return g;
     })
     .samples(conv::weight_grad_samples)

@@ -17,7 +17,7 @@ void check_input_rank(const Tensor& input, int64_t nd, bool transposed) {
   const char* op = conv_name(nd, transposed);
   KILN_CHECK(input.dim() == nd + 1 || input.dim() == nd + 2, op, ": expected a ", nd + 1,
              "-D (unbatched) or ", nd + 2, "-D (batched) input, but got input of size ",
-             input.sizes());
+             input.sym_sizes());
 }
 
 Tensor conv_nd(int64_t nd, const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -49,11 +49,11 @@ Tensor detail::conv_padding_mode(int64_t nd, const Tensor& input, const Tensor& 
         ": padding='same' is not supported for strided convolutions, got stride=", IntArrayRef(s));
   const std::vector<int64_t> dil = conv::expand(op, "dilation", dilation, nd);
   KILN_CHECK(weight.dim() == nd + 2, op, ": expected ", nd + 2, "-dimensional weight, got ",
-             weight.sizes());
+             weight.sym_sizes());
   std::vector<int64_t> pad(static_cast<size_t>(nd)), extra;  // extra: (low, high) from last dim
   bool asymmetric = false;
   for (int64_t d = nd - 1; d >= 0; --d) {
-    const int64_t total = dil[d] * (weight.size(d + 2).guard_int() - 1);
+    const int64_t total = dil[d] * (weight.sym_size(d + 2).guard_int() - 1);
     pad[d] = total / 2;
     extra.push_back(0);
     extra.push_back(total - 2 * pad[d]);

@@ -15,9 +15,9 @@ struct Grid5 {
   int64_t s[5] = {1, 1, 1, 1, 1};
   explicit Grid5(const Tensor& x) : t(x.to(kFloat64).contiguous()) {
     const int64_t nd = x.dim() - 2;
-    s[0] = x.size(0).guard_int();
-    s[1] = x.size(1).guard_int();
-    for (int64_t d = 0; d < nd; ++d) s[5 - nd + d] = x.size(d + 2).guard_int();
+    s[0] = x.sym_size(0).guard_int();
+    s[1] = x.sym_size(1).guard_int();
+    for (int64_t d = 0; d < nd; ++d) s[5 - nd + d] = x.sym_size(d + 2).guard_int();
   }
   double& at(int64_t a, int64_t b, int64_t d, int64_t h, int64_t w) const {
     return t.data_ptr<double>()[(((a * s[1] + b) * s[2] + d) * s[3] + h) * s[4] + w];

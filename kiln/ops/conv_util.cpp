@@ -56,47 +56,48 @@ SymShape output_sizes(const char* op, const Tensor& input, const Tensor& weight,
                       const Params& p) {
   const int64_t dim = input.dim();
   KILN_CHECK(dim >= 3 && dim <= 5, op, ": expected a batched input [N, C, *] with 1 to 3 spatial ",
-             "dims, but got input of size ", input.sizes());
+             "dims, but got input of size ", input.sym_sizes());
   KILN_CHECK(weight.dim() == dim, op, ": expected ", dim, "-dimensional weight for ", dim,
-             "-dimensional input ", input.sizes(), ", but got ", weight.dim(),
-             "-dimensional weight of size ", weight.sizes());
+             "-dimensional input ", input.sym_sizes(), ", but got ", weight.dim(),
+             "-dimensional weight of size ", weight.sym_sizes());
   KILN_CHECK(input.dtype() == weight.dtype(), op, ": input type (", input.dtype(),
              ") and weight type (", weight.dtype(), ") should be the same");
   KILN_CHECK(is_floating_point(input.dtype()), op, ": expected a floating point input, got ",
              input.dtype());
   const int64_t nd = dim - 2;
-  const SymInt channels = input.size(1);
+  const SymInt channels = input.sym_size(1);
   SymInt out_channels;
   if (!p.transposed) {
-    KILN_CHECK(weight.size(0) % p.groups == 0, op, ": given groups=", p.groups,
+    KILN_CHECK(weight.sym_size(0) % p.groups == 0, op, ": given groups=", p.groups,
                ", expected weight to be divisible by ", p.groups, " at dimension 0, but got weight",
-               " of size ", weight.sizes(), " instead");
-    KILN_CHECK(channels == weight.size(1) * p.groups, op, ": Given groups=", p.groups,
-               ", weight of size ", weight.sizes(), ", expected input ", input.sizes(), " to have ",
-               weight.size(1) * p.groups, " channels, but got ", channels, " channels instead");
-    out_channels = weight.size(0);
+               " of size ", weight.sym_sizes(), " instead");
+    KILN_CHECK(channels == weight.sym_size(1) * p.groups, op, ": Given groups=", p.groups,
+               ", weight of size ", weight.sym_sizes(), ", expected input ", input.sym_sizes(),
+               " to have ", weight.sym_size(1) * p.groups, " channels, but got ", channels,
+               " channels instead");
+    out_channels = weight.sym_size(0);
   } else {
-    KILN_CHECK(channels == weight.size(0), op, ": given transposed=1, weight of size ",
-               weight.sizes(), ", expected input ", input.sizes(), " to have ", weight.size(0),
-               " channels, but got ", channels, " channels instead");
-    KILN_CHECK(weight.size(0) % p.groups == 0, op, ": given groups=", p.groups,
+    KILN_CHECK(channels == weight.sym_size(0), op, ": given transposed=1, weight of size ",
+               weight.sym_sizes(), ", expected input ", input.sym_sizes(), " to have ",
+               weight.sym_size(0), " channels, but got ", channels, " channels instead");
+    KILN_CHECK(weight.sym_size(0) % p.groups == 0, op, ": given groups=", p.groups,
                ", expected weight to be divisible by ", p.groups, " at dimension 0, but got weight",
-               " of size ", weight.sizes(), " instead");
-    out_channels = weight.size(1) * p.groups;
+               " of size ", weight.sym_sizes(), " instead");
+    out_channels = weight.sym_size(1) * p.groups;
   }
   if (bias.defined()) {
-    KILN_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, op, ": given weight of size ",
-               weight.sizes(), ", expected bias to be 1-dimensional with ", out_channels,
-               " elements, but got bias of size ", bias.sizes(), " instead");
+    KILN_CHECK(bias.dim() == 1 && bias.sym_size(0) == out_channels, op, ": given weight of size ",
+               weight.sym_sizes(), ", expected bias to be 1-dimensional with ", out_channels,
+               " elements, but got bias of size ", bias.sym_sizes(), " instead");
     KILN_CHECK(bias.dtype() == input.dtype(), op, ": input type (", input.dtype(),
                ") and bias type (", bias.dtype(), ") should be the same");
   }
-  SymShape out = {input.size(0), out_channels};
+  SymShape out = {input.sym_size(0), out_channels};
   SymShape padded, kernel;
   bool fits = true;
   for (int64_t d = 0; d < nd; ++d) {
-    const SymInt in = input.size(d + 2);
-    const SymInt k = (weight.size(d + 2) - 1) * p.dilation[d] + 1;
+    const SymInt in = input.sym_size(d + 2);
+    const SymInt k = (weight.sym_size(d + 2) - 1) * p.dilation[d] + 1;
     if (!p.transposed) {
       padded.push_back(in + 2 * p.padding[d]);
       kernel.push_back(k);
@@ -153,8 +154,9 @@ Tensor data_grad(const Tensor& grad, const Tensor& weight, IntArrayRef input_siz
   t.transposed = true;
   const int64_t nd = grad.dim() - 2;
   for (int64_t d = 0; d < nd; ++d) {
-    const int64_t natural = (grad.size(d + 2).guard_int() - 1) * p.stride[d] - 2 * p.padding[d] +
-                            (weight.size(d + 2).guard_int() - 1) * p.dilation[d] + 1;
+    const int64_t natural = (grad.sym_size(d + 2).guard_int() - 1) * p.stride[d] -
+                            2 * p.padding[d] +
+                            (weight.sym_size(d + 2).guard_int() - 1) * p.dilation[d] + 1;
     t.output_padding[d] = input_sizes[d + 2] - natural;
   }
   return convolution(grad, weight, {}, t.stride, t.padding, t.dilation, true, t.output_padding,
@@ -172,7 +174,7 @@ Tensor forward_fit(const Tensor& x, const Tensor& weight, IntArrayRef sizes, con
   Tensor y = convolution(x, weight, {}, p.stride, p.padding, p.dilation, false,
                          std::vector<int64_t>(p.stride.size(), 0), p.groups);
   for (int64_t d = 2; d < y.dim(); ++d) {
-    if (y.size(d).guard_int() > sizes[d]) y = y.narrow(d, 0, sizes[d]);
+    if (y.sym_size(d).guard_int() > sizes[d]) y = y.narrow(d, 0, sizes[d]);
   }
   return y;
 }

@@ -65,7 +65,8 @@ KILN_REGISTER_OP(full)
     })
     .reference([](const std::vector<Tensor>&, const Attrs& a) {
       Tensor out = empty(a.shape(0), kFloat64);
-      for (int64_t i = 0; i < out.numel(); ++i) out.data_ptr<double>()[i] = a.scalar(1).to_double();
+      for (int64_t i = 0; i < out.sym_numel(); ++i)
+        out.data_ptr<double>()[i] = a.scalar(1).to_double();
       return std::vector<Tensor>{out};
     })
     .dtypes({kFloat64, kFloat32, kBFloat16, kInt64, kBool})
@@ -113,8 +114,9 @@ KILN_REGISTER_OP(copy_)
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
       std::vector<SymShape> shapes{in[0].sym_sizes(), in[1].sym_sizes()};
       SymShape b = meta::broadcast_shapes("copy_", shapes);
-      KILN_CHECK(SymIntArrayRef(b) == in[0].sizes(), "copy_: source of shape ", in[1].sizes(),
-                 " cannot be broadcast to the destination's shape ", in[0].sizes());
+      KILN_CHECK(SymIntArrayRef(b) == in[0].sym_sizes(), "copy_: source of shape ",
+                 in[1].sym_sizes(), " cannot be broadcast to the destination's shape ",
+                 in[0].sym_sizes());
       TensorSpec s = meta::spec(in[0].sym_sizes(), in[0].dtype(), in[0].device());
       s.inplace_of = 0;
       return std::vector<TensorSpec>{s};
@@ -146,7 +148,7 @@ KILN_REGISTER_OP(copy_)
       };
     })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
-      return std::vector<Tensor>{in[1].expand(in[0].sizes()).clone()};
+      return std::vector<Tensor>{in[1].expand(in[0].sym_sizes()).clone()};
     });
 
 KILN_REGISTER_OP(fill_)
@@ -167,7 +169,7 @@ KILN_REGISTER_OP(fill_)
           {{samples::make({4, 3}, dt, -3, 3, true)}, {Scalar(2)}, "strided"}};
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
-      return std::vector<Tensor>{full(in[0].sizes(), a.scalar(0), in[0].dtype())};
+      return std::vector<Tensor>{full(in[0].sym_sizes(), a.scalar(0), in[0].dtype())};
     });
 
 Tensor empty(SymIntList size, const TensorOptions& o) {
@@ -243,9 +245,12 @@ Tensor from_values(const V& values, SymShape shape, ScalarType natural, const Te
     size_t i = 0;
     for (auto v : values) {
       using E = decltype(v);
-      if constexpr (std::is_same_v<T, bool>) p[i++] = static_cast<bool>(v);
-      else if constexpr (std::is_integral_v<T> && std::is_integral_v<E>) p[i++] = static_cast<T>(v);
-      else p[i++] = static_cast<T>(static_cast<double>(v));  // exact for integers to 2^53
+      if constexpr (std::is_same_v<T, bool>)
+        p[i++] = static_cast<bool>(v);
+      else if constexpr (std::is_integral_v<T> && std::is_integral_v<E>)
+        p[i++] = static_cast<T>(v);
+      else
+        p[i++] = static_cast<T>(static_cast<double>(v));  // exact for integers to 2^53
     }
   });
   if (o.has_device() && !o.device().is_cpu()) t = t.to(o.device());
@@ -323,8 +328,8 @@ Tensor wrap_blob(void* data, IntArrayRef sizes, IntArrayRef strides,
     const int64_t nbytes = layout_nbytes(sz, st, 0, element_size(o.dtype()));
     auto storage = std::make_shared<StorageImpl>(data, static_cast<size_t>(nbytes), o.device(),
                                                  std::move(deleter));
-    return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), o.dtype(),
-                                                      std::move(sz), std::move(st))),
+    return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), o.dtype(), std::move(sz),
+                                                      std::move(st))),
                   o);
   } catch (...) {
     detail::rethrow_in("from_blob", "");

@@ -88,17 +88,18 @@ Labelled take_diagonals(const Tensor& t, const std::vector<int>& labels, size_t 
     auto it = std::find(r.labels.begin(), r.labels.end(), labels[d]);
     if (it == r.labels.end()) {
       r.labels.push_back(labels[d]);
-      sizes.push_back(t.size(static_cast<int64_t>(d)));
-      strides.push_back(t.stride(static_cast<int64_t>(d)));
+      sizes.push_back(t.sym_size(static_cast<int64_t>(d)));
+      strides.push_back(t.sym_stride(static_cast<int64_t>(d)));
       continue;
     }
     const size_t j = static_cast<size_t>(it - r.labels.begin());
-    KILN_CHECK(sizes[j] == t.size(static_cast<int64_t>(d)), "einsum: subscript ",
+    KILN_CHECK(sizes[j] == t.sym_size(static_cast<int64_t>(d)), "einsum: subscript ",
                label_char(labels[d]), " is repeated for operand ", index,
-               " but the sizes don't match, ", sizes[j], " != ", t.size(static_cast<int64_t>(d)));
-    strides[j] = strides[j] + t.stride(static_cast<int64_t>(d));
+               " but the sizes don't match, ", sizes[j],
+               " != ", t.sym_size(static_cast<int64_t>(d)));
+    strides[j] = strides[j] + t.sym_stride(static_cast<int64_t>(d));
   }
-  if (r.labels.size() < labels.size()) r.t = t.as_strided(sizes, strides, t.storage_offset());
+  if (r.labels.size() < labels.size()) r.t = t.as_strided(sizes, strides, t.sym_storage_offset());
   return r;
 }
 
@@ -130,7 +131,7 @@ Tensor grouped(const Labelled& x, const std::vector<std::vector<int>>& groups) {
     for (int l : g) {
       const int64_t d = position(x.labels, l);
       perm.push_back(d);
-      n = n * x.t.size(d);
+      n = n * x.t.sym_size(d);
     }
     shape.push_back(n);
   }
@@ -158,7 +159,7 @@ Labelled contract(Labelled a, Labelled b, const std::set<int>& keep) {
     (keep.count(l) ? batch : contracted).push_back(l);
     // Size-1 dims broadcast against the other operand's size.
     const int64_t da = position(a.labels, l);
-    const SymInt sa = a.t.size(da), sb = b.t.size(db);
+    const SymInt sa = a.t.sym_size(da), sb = b.t.sym_size(db);
     if (sa == sb) continue;
     Labelled& small = sa == 1 ? a : b;
     SymShape target = small.t.sym_sizes();
@@ -168,9 +169,9 @@ Labelled contract(Labelled a, Labelled b, const std::set<int>& keep) {
   for (int l : b.labels)
     if (position(a.labels, l) < 0) b_only.push_back(l);
   SymShape out_shape;
-  for (int l : batch) out_shape.push_back(a.t.size(position(a.labels, l)));
-  for (int l : a_only) out_shape.push_back(a.t.size(position(a.labels, l)));
-  for (int l : b_only) out_shape.push_back(b.t.size(position(b.labels, l)));
+  for (int l : batch) out_shape.push_back(a.t.sym_size(position(a.labels, l)));
+  for (int l : a_only) out_shape.push_back(a.t.sym_size(position(a.labels, l)));
+  for (int l : b_only) out_shape.push_back(b.t.sym_size(position(b.labels, l)));
   Tensor a3 = grouped(a, {batch, a_only, contracted});
   Tensor b3 = grouped(b, {batch, contracted, b_only});
   Labelled r{bmm(a3, b3).view(out_shape), batch};
@@ -249,7 +250,7 @@ Tensor einsum(std::string_view equation_in, const std::vector<Tensor>& operands)
   for (size_t i = 0; i < ops.size(); ++i)
     for (size_t d = 0; d < ops[i].labels.size(); ++d) {
       const int l = ops[i].labels[d];
-      const SymInt s = ops[i].t.size(static_cast<int64_t>(d));
+      const SymInt s = ops[i].t.sym_size(static_cast<int64_t>(d));
       if (s == 1) continue;
       KILN_CHECK(
           label_size[l] == 1 || label_size[l] == s, "einsum: operands do not broadcast: ",

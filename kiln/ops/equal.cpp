@@ -4,7 +4,7 @@
 namespace kiln {
 
 bool equal(const Tensor& self, const Tensor& other) {
-  return self.sizes() == other.sizes() && self.eq(other).all().item<bool>();
+  return self.sym_sizes() == other.sym_sizes() && self.eq(other).all().item<bool>();
 }
 
 bool Tensor::equal(const Tensor& other) const { return kiln::equal(*this, other); }

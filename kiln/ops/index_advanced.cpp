@@ -71,7 +71,7 @@ Tensor linear_index(const char* op, const Tensor& self, const Tensor* idx, const
   Tensor linear = zeros({numel}, kInt64);
   int64_t* l = linear.data_ptr<int64_t>();
   for (int64_t d : p.dims) {
-    const int64_t size = self.size(d).guard_int();
+    const int64_t size = self.sym_size(d).guard_int();
     cpu::check_index_range(op, idx[d], d, size, true);
     Tensor v = index_ops::as_long(op, idx[d]).expand(p.broadcast).contiguous();
     const int64_t* pv = v.data_ptr<int64_t>();
@@ -82,7 +82,7 @@ Tensor linear_index(const char* op, const Tensor& self, const Tensor* idx, const
 
 // x (already permuted) with dims [first, first + k) read as one.
 std::vector<int64_t> merged_sizes(const Tensor& x, int64_t first, int64_t k) {
-  std::vector<int64_t> s(x.sizes().vec());
+  std::vector<int64_t> s(x.sym_sizes().vec());
   int64_t merged = 1;
   for (int64_t d = first; d < first + k; ++d) merged *= s[d];
   s.erase(s.begin() + first, s.begin() + first + k);
@@ -106,12 +106,12 @@ void index_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const
   const Tensor& self = in[0];
   const AdvancedPlan p = make_plan("index", self, in.data() + 1, in.size() - 1);
   Tensor linear = linear_index("index", self, in.data() + 1, p);
-  if (out[0].numel() == 0) return;
+  if (out[0].sym_numel() == 0) return;
   const int64_t k = static_cast<int64_t>(p.dims.size());
   Tensor x = self.permute(p.perm);
   x = as_shape(x, merged_sizes(x, p.first, k));
-  Tensor o = as_shape(out[0], result_rows(p, linear.numel()));
-  cpu::gather(o, x, p.first, index_ops::expand_index(linear, o.sizes().vec(), p.first));
+  Tensor o = as_shape(out[0], result_rows(p, linear.sym_numel()));
+  cpu::gather(o, x, p.first, index_ops::expand_index(linear, o.sym_sizes().vec(), p.first));
 }
 
 void index_put_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
@@ -119,15 +119,17 @@ void index_put_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, c
   const AdvancedPlan p = make_plan("index_put", self, in.data() + 2, in.size() - 2);
   Tensor linear = linear_index("index_put", self, in.data() + 2, p);  // before any write
   Tensor target = index_ops::scatter_target(out[0], self);
-  if (linear.numel() == 0 || target.numel() == 0) return index_ops::finish_output(out[0], target);
+  if (linear.sym_numel() == 0 || target.sym_numel() == 0)
+    return index_ops::finish_output(out[0], target);
   const int64_t k = static_cast<int64_t>(p.dims.size());
   Tensor x = target.permute(p.perm);
   Tensor work = p.adjacent ? x : x.contiguous();  // adjacent dims of a contiguous tensor merge
   Tensor xr = as_shape(work, merged_sizes(work, p.first, k));
   Tensor v = values.to(self.dtype()).expand(p.result).contiguous();
-  v = as_shape(v, result_rows(p, linear.numel()));
-  cpu::scatter("index_put", xr, p.first, index_ops::expand_index(linear, v.sizes().vec(), p.first),
-               v, 0, a.b(0) ? cpu::ScatterOp::Sum : cpu::ScatterOp::Assign, true);
+  v = as_shape(v, result_rows(p, linear.sym_numel()));
+  cpu::scatter("index_put", xr, p.first,
+               index_ops::expand_index(linear, v.sym_sizes().vec(), p.first), v, 0,
+               a.b(0) ? cpu::ScatterOp::Sum : cpu::ScatterOp::Assign, true);
   if (!p.adjacent) cpu::copy(x, work);
   index_ops::finish_output(out[0], target);
 }
@@ -165,7 +167,7 @@ std::vector<int64_t> reference_sources(const Tensor& self, const std::vector<Ten
   std::vector<Tensor> ix(idx.size());
   for (size_t d = 0; d < idx.size(); ++d)
     if (idx[d].defined()) ix[d] = index_ops::i64(idx[d].expand(p.broadcast));
-  std::vector<int64_t> rs, ss = self.sizes().vec(), bs;
+  std::vector<int64_t> rs, ss = self.sym_sizes().vec(), bs;
   for (const SymInt& s : p.result) rs.push_back(s.guard_int());
   for (const SymInt& s : p.broadcast) bs.push_back(s.guard_int());
   int64_t n = 1;
@@ -304,7 +306,7 @@ KILN_REGISTER_OP(index_put)
                  values.dtype(), " for the source.");
       const SymShape b = meta::broadcast_shapes("index_put", {p.result, values.sym_sizes()});
       KILN_CHECK(SymIntArrayRef(b) == SymIntArrayRef(p.result),
-                 "index_put: shape mismatch: ", "value tensor of shape ", values.sizes(),
+                 "index_put: shape mismatch: ", "value tensor of shape ", values.sym_sizes(),
                  " cannot be broadcast to indexing ", "result of shape ", SymIntArrayRef(p.result));
       return meta::one_spec(self.sym_sizes(), self.dtype(), self.device());
     })
@@ -367,7 +369,7 @@ Tensor& index_put_(Tensor& self, const std::vector<indexing::TensorIndex>& indic
   if (s.indices.empty()) {
     // As PyTorch: leading size-1 dims of the value that the target lacks are dropped.
     Tensor v = values;
-    while (v.dim() > s.view.dim() && v.size(0) == 1) v = v.select(0, 0);
+    while (v.dim() > s.view.dim() && v.sym_size(0) == 1) v = v.select(0, 0);
     if (accumulate) {
       s.view.add_(v);
     } else {

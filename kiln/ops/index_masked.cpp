@@ -23,7 +23,7 @@ using samples::make;
 std::vector<int64_t> true_positions(const Tensor& mask) {
   Tensor m = mask.contiguous();
   const bool* p = m.data_ptr<bool>();
-  const int64_t n = m.numel();
+  const int64_t n = m.sym_numel();
   const int64_t chunk = 1 << 16, chunks = (n + chunk - 1) / chunk;
   std::vector<int64_t> counts(static_cast<size_t>(chunks) + 1, 0);
   cpu::parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
@@ -62,7 +62,7 @@ void nonzero_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, con
   const std::vector<int64_t> pos = true_positions(x.ne(0));
   const int64_t nd = x.dim(), n = static_cast<int64_t>(pos.size());
   Tensor r = empty({n, nd}, kInt64);
-  const std::vector<int64_t> sizes = x.sizes().vec();
+  const std::vector<int64_t> sizes = x.sym_sizes().vec();
   int64_t* o = r.data_ptr<int64_t>();
   cpu::parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -78,10 +78,10 @@ void nonzero_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, con
 
 std::vector<Tensor> nonzero_reference(const std::vector<Tensor>& in, const Attrs&) {
   Tensor x = f64(in[0]);
-  const std::vector<int64_t> sizes = x.sizes().vec();
+  const std::vector<int64_t> sizes = x.sym_sizes().vec();
   std::vector<int64_t> coords;
   int64_t n = 0;
-  for (int64_t flat = 0; flat < x.numel(); ++flat) {
+  for (int64_t flat = 0; flat < x.sym_numel(); ++flat) {
     if (x.data_ptr<double>()[flat] == 0) continue;
     for (int64_t c : index_ops::unravel(flat, sizes)) coords.push_back(c);
     ++n;
@@ -112,8 +112,8 @@ void masked_select_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& ou
   const SymShape shape = mask_shape("masked_select", in[0], in[1]);
   Tensor x = in[0].expand(shape).contiguous().reshape({-1});
   Tensor pos = long_tensor(true_positions(in[1].expand(shape)));
-  Tensor r = empty({pos.numel()}, in[0].dtype());
-  if (pos.numel() > 0) cpu::gather(r, x, 0, pos);
+  Tensor r = empty({pos.sym_numel()}, in[0].dtype());
+  if (pos.sym_numel() > 0) cpu::gather(r, x, 0, pos);
   out = {r};
 }
 
@@ -121,7 +121,7 @@ std::vector<Tensor> masked_select_reference(const std::vector<Tensor>& in, const
   const SymShape shape = mask_shape("masked_select", in[0], in[1]);
   Tensor x = f64(in[0].expand(shape)), m = f64(in[1].expand(shape));
   std::vector<double> v;
-  for (int64_t i = 0; i < x.numel(); ++i)
+  for (int64_t i = 0; i < x.sym_numel(); ++i)
     if (m.data_ptr<double>()[i] != 0) v.push_back(x.data_ptr<double>()[i]);
   return {tensor(v, kFloat64)};
 }
@@ -136,10 +136,11 @@ std::vector<TensorSpec> masked_scatter_meta(const std::vector<Tensor>& in, const
 void masked_scatter_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
   const Tensor &self = in[0], &source = in[2];
   Tensor pos = long_tensor(true_positions(in[1].expand(out[0].sym_sizes())));
-  KILN_CHECK(pos.numel() <= source.numel(), "masked_scatter: Number of elements of source (",
-             source.numel(), ") < number of ones in mask (", pos.numel(), ")");
+  KILN_CHECK(pos.sym_numel() <= source.sym_numel(),
+             "masked_scatter: Number of elements of source (", source.sym_numel(),
+             ") < number of ones in mask (", pos.sym_numel(), ")");
   Tensor target = index_ops::scatter_target(out[0], self.expand(out[0].sym_sizes()));
-  Tensor values = source.reshape({-1}).narrow(0, 0, pos.numel());
+  Tensor values = source.reshape({-1}).narrow(0, 0, pos.sym_numel());
   cpu::scatter("masked_scatter", target.view({-1}), 0, pos, values, 0, cpu::ScatterOp::Assign,
                true);
   index_ops::finish_output(out[0], target);
@@ -149,7 +150,7 @@ std::vector<Tensor> masked_scatter_reference(const std::vector<Tensor>& in, cons
   const SymShape shape = mask_shape("masked_scatter", in[0], in[1]);
   Tensor out = f64(in[0].expand(shape)).clone(), m = f64(in[1].expand(shape)), s = f64(in[2]);
   int64_t next = 0;
-  for (int64_t i = 0; i < out.numel(); ++i)
+  for (int64_t i = 0; i < out.sym_numel(); ++i)
     if (m.data_ptr<double>()[i] != 0) out.data_ptr<double>()[i] = s.data_ptr<double>()[next++];
   return {out};
 }
@@ -179,17 +180,17 @@ Tensor flat_positions(const char* op, const Tensor& index, int64_t n) {
 
 void take_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
   const Tensor& self = in[0];
-  Tensor pos = flat_positions("take", in[1], self.numel().guard_int());
-  if (pos.numel() == 0) return;
+  Tensor pos = flat_positions("take", in[1], self.sym_numel().guard_int());
+  if (pos.sym_numel() == 0) return;
   cpu::gather(out[0].view({-1}), self.contiguous().reshape({-1}), 0, pos);
 }
 
 std::vector<Tensor> take_reference(const std::vector<Tensor>& in, const Attrs&) {
   Tensor x = f64(in[0]).reshape({-1}), ix = i64(in[1]);
   Tensor out = zeros(in[1].sym_sizes(), kFloat64);
-  for (int64_t i = 0; i < ix.numel(); ++i) {
+  for (int64_t i = 0; i < ix.sym_numel(); ++i) {
     int64_t k = ix.data_ptr<int64_t>()[i];
-    if (k < 0) k += x.numel().guard_int();
+    if (k < 0) k += x.sym_numel().guard_int();
     out.data_ptr<double>()[i] = x.data_ptr<double>()[k];
   }
   return {out};
@@ -202,17 +203,17 @@ std::vector<TensorSpec> put_meta(const std::vector<Tensor>& in, const Attrs&) {
   KILN_CHECK(self.dtype() == source.dtype(), "put: self and source expected to have the ",
              "same dtype, but got self.dtype = ", self.dtype(),
              " and source.dtype = ", source.dtype());
-  KILN_CHECK(index.numel() == source.numel(), "put: Expected source and index to have the ",
-             "same number of elements, but got source.numel() = ", source.numel(),
-             ", index.numel() = ", index.numel());
+  KILN_CHECK(index.sym_numel() == source.sym_numel(), "put: Expected source and index to have the ",
+             "same number of elements, but got source.numel() = ", source.sym_numel(),
+             ", index.numel() = ", index.sym_numel());
   return {meta::spec(self.sym_sizes(), self.dtype(), self.device())};
 }
 
 void put_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
   const Tensor& self = in[0];
-  Tensor pos = flat_positions("put", in[1], self.numel().guard_int());
+  Tensor pos = flat_positions("put", in[1], self.sym_numel().guard_int());
   Tensor target = index_ops::scatter_target(out[0], self);
-  if (pos.numel() > 0) {
+  if (pos.sym_numel() > 0) {
     cpu::scatter("put", target.view({-1}), 0, pos, in[2].reshape({-1}), 0,
                  a.b(0) ? cpu::ScatterOp::Sum : cpu::ScatterOp::Assign, true);
   }
@@ -221,8 +222,8 @@ void put_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const A
 
 std::vector<Tensor> put_reference(const std::vector<Tensor>& in, const Attrs& a) {
   Tensor out = f64(in[0]).clone(), ix = i64(in[1]), s = f64(in[2]);
-  const int64_t n = out.numel().guard_int();
-  for (int64_t i = 0; i < ix.numel(); ++i) {
+  const int64_t n = out.sym_numel().guard_int();
+  for (int64_t i = 0; i < ix.sym_numel(); ++i) {
     int64_t k = ix.data_ptr<int64_t>()[i];
     if (k < 0) k += n;
     double& dst = out.data_ptr<double>()[k];
@@ -273,7 +274,7 @@ void one_hot_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, con
   const int64_t classes = a.i(0);
   Tensor idx = in[0].contiguous();
   const int64_t* p = idx.data_ptr<int64_t>();
-  const int64_t n = idx.numel();
+  const int64_t n = idx.sym_numel();
   for (int64_t i = 0; i < n; ++i) {
     KILN_CHECK(p[i] >= 0, "one_hot: Class values must be non-negative (got ", p[i], ")");
     KILN_CHECK(p[i] < classes, "one_hot: Class values must be smaller than num_classes (got ", p[i],
@@ -289,7 +290,7 @@ std::vector<Tensor> one_hot_reference(const std::vector<Tensor>& in, const Attrs
   SymShape sizes = in[0].sym_sizes();
   sizes.push_back(a.i(0));
   Tensor out = zeros(sizes, kFloat64);
-  for (int64_t i = 0; i < ix.numel(); ++i)
+  for (int64_t i = 0; i < ix.sym_numel(); ++i)
     out.data_ptr<double>()[i * a.i(0) + ix.data_ptr<int64_t>()[i]] = 1;
   return {out};
 }
@@ -352,7 +353,7 @@ KILN_REGISTER_OP(masked_scatter)
       if (c.needs_grad(0)) g[0] = grad.masked_fill(mask, 0);
       if (c.needs_grad(2)) {
         Tensor used = grad.masked_select(mask);
-        const SymInt rest = source.numel() - used.numel();
+        const SymInt rest = source.sym_numel() - used.sym_numel();
         g[2] = cat({used, zeros({rest}, grad.dtype())}).view(source.sym_sizes());
       }
       return g;
@@ -526,8 +527,8 @@ Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<i
   SymShape self_sizes = self.sym_sizes(), index_sizes = indices.sym_sizes();
   for (int64_t k = 0; k < self.dim(); ++k) {
     if (k == d) continue;
-    const SymShape b = meta::broadcast_shapes("take_along_dim",
-                                              {SymShape{self.size(k)}, SymShape{indices.size(k)}});
+    const SymShape b = meta::broadcast_shapes(
+        "take_along_dim", {SymShape{self.sym_size(k)}, SymShape{indices.sym_size(k)}});
     self_sizes[k] = b[0];
     index_sizes[k] = b[0];
   }
@@ -537,7 +538,7 @@ Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<i
 Tensor one_hot(const Tensor& self, int64_t num_classes) {
   KILN_INDEX_OP(op, "one_hot");
   if (num_classes == -1) {
-    KILN_CHECK(self.numel() > 0,
+    KILN_CHECK(self.sym_numel() > 0,
                "one_hot: Can not infer total number of classes from empty tensor.");
     const int64_t low = self.min().item<int64_t>();
     KILN_CHECK(low >= 0, "one_hot: Class values must be non-negative (got ", low, ")");

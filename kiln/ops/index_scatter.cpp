@@ -16,7 +16,7 @@ using index_ops::sample_index;
 using samples::make;
 
 int64_t rank(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
-SymInt size_at(const Tensor& t, int64_t d) { return t.dim() == 0 ? SymInt(1) : t.size(d); }
+SymInt size_at(const Tensor& t, int64_t d) { return t.dim() == 0 ? SymInt(1) : t.sym_size(d); }
 int64_t wrap(const char* op, int64_t dim, const Tensor& self) {
   return meta::wrap_dim(op, dim, rank(self));
 }
@@ -27,18 +27,19 @@ void check_shapes(const char* op, const Tensor& self, const Tensor& index, const
                   int64_t dim) {
   KILN_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
              ": expected an int64 or int32 index, got ", index.dtype());
-  if (index.numel() == 0) return;
-  const std::string src_shape = src ? detail::str_cat(src->sizes()) : "";
+  if (index.sym_numel() == 0) return;
+  const std::string src_shape = src ? detail::str_cat(src->sym_sizes()) : "";
   KILN_CHECK(rank(index) == rank(self) && (!src || rank(*src) == rank(self)), op,
              ": Index tensor must have the same number of dimensions as ",
-             src ? "self and src tensors" : "input tensor", " (got index ", index.sizes(),
-             ", self ", self.sizes(), src ? ", src " : "", src_shape, ")");
+             src ? "self and src tensors" : "input tensor", " (got index ", index.sym_sizes(),
+             ", self ", self.sym_sizes(), src ? ", src " : "", src_shape, ")");
   for (int64_t d = 0; d < rank(index); ++d) {
     const SymInt n = size_at(index, d);
     const bool ok = (d == dim || n <= size_at(self, d)) && (!src || n <= size_at(*src, d));
-    KILN_CHECK(ok, op, ": Size does not match at dimension ", d, " expected index ", index.sizes(),
-               " to be smaller than self ", self.sizes(), " apart from dimension ", dim,
-               src ? " and to be smaller size than src " : "", src_shape);
+    KILN_CHECK(ok, op, ": Size does not match at dimension ", d, " expected index ",
+               index.sym_sizes(), " to be smaller than self ", self.sym_sizes(),
+               " apart from dimension ", dim, src ? " and to be smaller size than src " : "",
+               src_shape);
   }
 }
 
@@ -53,18 +54,18 @@ void gather_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, cons
   const Tensor& self = in[0];
   const int64_t dim = wrap("gather", a.i(0), self);
   Tensor index = index_ops::as_long("gather", in[1]);
-  if (index.numel() == 0) return;
+  if (index.sym_numel() == 0) return;
   cpu::check_index_range("gather", index, dim, size_at(self, dim).guard_int(), false);
   cpu::gather(out[0], self, dim, index);
 }
 
 // grad (index's shape) padded with zeros to src's shape (src may be larger than index).
 Tensor fit_to(const Tensor& g, const Tensor& src) {
-  if (g.sizes() == src.sizes()) return g;
+  if (g.sym_sizes() == src.sym_sizes()) return g;
   std::vector<int64_t> pad;
   for (int64_t d = g.dim() - 1; d >= 0; --d) {
     pad.push_back(0);
-    pad.push_back((src.size(d) - g.size(d)).guard_int());
+    pad.push_back((src.sym_size(d) - g.sym_size(d)).guard_int());
   }
   return kiln::pad(g, pad);
 }
@@ -200,7 +201,7 @@ std::vector<Tensor> scatter_reduce_backward(const BackwardContext& c) {
 // ---- float64 references ----
 
 std::vector<int64_t> shape_of(const Tensor& t) {
-  return t.dim() == 0 ? std::vector<int64_t>{1} : t.sizes().vec();
+  return t.dim() == 0 ? std::vector<int64_t>{1} : t.sym_sizes().vec();
 }
 
 Tensor reference_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
@@ -210,8 +211,8 @@ Tensor reference_scatter(const Tensor& self, int64_t dim, const Tensor& index, c
   Tensor s = src.defined() ? f64(src) : Tensor();
   const std::vector<int64_t> osz = shape_of(out), isz = shape_of(ix);
   const std::vector<int64_t> ssz = s.defined() ? shape_of(s) : isz;
-  std::vector<std::vector<double>> lists(static_cast<size_t>(out.numel()));
-  for (int64_t flat = 0; flat < ix.numel(); ++flat) {
+  std::vector<std::vector<double>> lists(static_cast<size_t>(out.sym_numel()));
+  for (int64_t flat = 0; flat < ix.sym_numel(); ++flat) {
     std::vector<int64_t> c = index_ops::unravel(flat, isz);
     const double v = s.defined() ? s.data_ptr<double>()[index_ops::ravel(c, ssz)] : value;
     c[dim] = ix.data_ptr<int64_t>()[flat];
@@ -250,7 +251,7 @@ std::vector<Tensor> gather_reference(const std::vector<Tensor>& in, const Attrs&
   Tensor x = f64(in[0]), ix = i64(in[1]);
   Tensor out = zeros(in[1].sym_sizes(), kFloat64);
   const std::vector<int64_t> xsz = shape_of(x), isz = shape_of(ix);
-  for (int64_t flat = 0; flat < ix.numel(); ++flat) {
+  for (int64_t flat = 0; flat < ix.sym_numel(); ++flat) {
     std::vector<int64_t> c = index_ops::unravel(flat, isz);
     c[dim] = ix.data_ptr<int64_t>()[flat];
     out.data_ptr<double>()[flat] = x.data_ptr<double>()[index_ops::ravel(c, xsz)];

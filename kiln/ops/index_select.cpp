@@ -19,16 +19,16 @@ using samples::make;
 int64_t wrap(const char* op, int64_t dim, const Tensor& self) {
   return meta::wrap_dim(op, dim, std::max<int64_t>(self.dim(), 1));
 }
-SymInt size_at(const Tensor& t, int64_t d) { return t.dim() == 0 ? SymInt(1) : t.size(d); }
+SymInt size_at(const Tensor& t, int64_t d) { return t.dim() == 0 ? SymInt(1) : t.sym_size(d); }
 // A 0-dim tensor seen as 1-D (a view; kernels index dim 0 of it).
 Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
-std::vector<int64_t> sizes_of(const Tensor& t) { return as_1d(t).sizes().vec(); }
+std::vector<int64_t> sizes_of(const Tensor& t) { return as_1d(t).sym_sizes().vec(); }
 
 void check_index(const char* op, const Tensor& index) {
   KILN_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
              ": Expected dtype int32/int64 for index, but got ", index.dtype());
   KILN_CHECK(index.dim() <= 1, op, ": Index is supposed to be a vector, but got a tensor of shape ",
-             index.sizes());
+             index.sym_sizes());
 }
 
 std::vector<TensorSpec> index_select_meta(const std::vector<Tensor>& in, const Attrs& a) {
@@ -37,10 +37,10 @@ std::vector<TensorSpec> index_select_meta(const std::vector<Tensor>& in, const A
   check_index("index_select", index);
   SymShape sizes = self.sym_sizes();
   if (self.dim() > 0)
-    sizes[dim] = index.numel();
+    sizes[dim] = index.sym_numel();
   else
-    KILN_CHECK(index.numel() == 1, "index_select: Index to scalar can have only 1 value, got ",
-               index.numel(), " value(s)");
+    KILN_CHECK(index.sym_numel() == 1, "index_select: Index to scalar can have only 1 value, got ",
+               index.sym_numel(), " value(s)");
   return {meta::spec(sizes, self.dtype(), self.device())};
 }
 
@@ -49,12 +49,12 @@ void index_select_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out
   const int64_t dim = wrap("index_select", a.i(0), self);
   Tensor idx = index_ops::checked_index_1d("index_select", in[1], dim,
                                            size_at(self, dim).guard_int(), false);
-  if (out[0].numel() == 0) return;
+  if (out[0].sym_numel() == 0) return;
   Tensor o = as_1d(out[0]);
   cpu::gather(o, as_1d(self), dim, index_ops::expand_index(idx, sizes_of(o), dim));
 }
 
-// index_add / index_copy: source has self's shape but index.numel() along dim.
+// index_add / index_copy: source has self's shape but index.sym_numel() along dim.
 MetaFn index_source_meta(const char* op) {
   return [op](const std::vector<Tensor>& in, const Attrs& a) {
     const Tensor &self = in[0], &index = in[1], &source = in[2];
@@ -63,13 +63,15 @@ MetaFn index_source_meta(const char* op) {
     KILN_CHECK(self.dtype() == source.dtype(), op, ": self (", self.dtype(), ") and source (",
                source.dtype(), ") must have the same scalar type");
     KILN_CHECK(std::max<int64_t>(self.dim(), 1) == std::max<int64_t>(source.dim(), 1), op,
-               ": source ", source.sizes(), " and self ", self.sizes(),
+               ": source ", source.sym_sizes(), " and self ", self.sym_sizes(),
                " must have the same number of dimensions");
-    KILN_CHECK(size_at(source, dim) == index.numel(), op, ": Number of indices (", index.numel(),
-               ") should be equal to source.size(dim) (", size_at(source, dim), ")");
+    KILN_CHECK(size_at(source, dim) == index.sym_numel(), op, ": Number of indices (",
+               index.sym_numel(), ") should be equal to source.size(dim) (", size_at(source, dim),
+               ")");
     for (int64_t d = 0; d < self.dim(); ++d) {
-      KILN_CHECK(d == dim || self.size(d) == source.size(d), op, ": source ", source.sizes(),
-                 " and self ", self.sizes(), " must match in every dim but ", dim);
+      KILN_CHECK(d == dim || self.sym_size(d) == source.sym_size(d), op, ": source ",
+                 source.sym_sizes(), " and self ", self.sym_sizes(),
+                 " must match in every dim but ", dim);
     }
     return meta::one_spec(self.sym_sizes(), self.dtype(), self.device());
   };
@@ -96,7 +98,7 @@ std::vector<TensorSpec> index_fill_meta(const std::vector<Tensor>& in, const Att
   check_index("index_fill", index);
   KILN_CHECK(value.dim() == 0,
              "index_fill: only supports a 0-dimensional value tensor, but got a tensor of shape ",
-             value.sizes());
+             value.sym_sizes());
   return {meta::spec(self.sym_sizes(), self.dtype(), self.device())};
 }
 
@@ -136,11 +138,11 @@ void for_slice(const std::vector<int64_t>& sizes, const std::vector<int64_t>& to
 std::vector<Tensor> index_select_reference(const std::vector<Tensor>& in, const Attrs& a) {
   const int64_t dim = wrap("index_select", a.i(0), in[0]);
   Tensor x = f64(as_1d(in[0])), ix = i64(in[1]).reshape({-1});
-  std::vector<int64_t> osz = x.sizes().vec();
-  osz[dim] = ix.numel();
+  std::vector<int64_t> osz = x.sym_sizes().vec();
+  osz[dim] = ix.sym_numel();
   Tensor out = zeros(osz, kFloat64);
-  for (int64_t k = 0; k < ix.numel(); ++k)
-    for_slice(osz, x.sizes().vec(), dim, k, ix.data_ptr<int64_t>()[k],
+  for (int64_t k = 0; k < ix.sym_numel(); ++k)
+    for_slice(osz, x.sym_sizes().vec(), dim, k, ix.data_ptr<int64_t>()[k],
               [&](int64_t o, int64_t i) { out.data_ptr<double>()[o] = x.data_ptr<double>()[i]; });
   return {in[0].dim() == 0 ? out.reshape(in[0].sym_sizes()) : out};
 }
@@ -150,8 +152,8 @@ ReferenceFn index_source_reference(bool add) {
     const int64_t dim = wrap("index_add", a.i(0), in[0]);
     Tensor out = f64(as_1d(in[0])), src = f64(as_1d(in[2])), ix = i64(in[1]).reshape({-1});
     const double alpha = add ? a.scalar(1).to<double>() : 1;
-    for (int64_t k = 0; k < ix.numel(); ++k)
-      for_slice(src.sizes().vec(), out.sizes().vec(), dim, k, ix.data_ptr<int64_t>()[k],
+    for (int64_t k = 0; k < ix.sym_numel(); ++k)
+      for_slice(src.sym_sizes().vec(), out.sym_sizes().vec(), dim, k, ix.data_ptr<int64_t>()[k],
                 [&](int64_t s, int64_t o) {
                   double& dst = out.data_ptr<double>()[o];
                   dst = add ? dst + alpha * src.data_ptr<double>()[s] : src.data_ptr<double>()[s];
@@ -164,11 +166,11 @@ std::vector<Tensor> index_fill_reference(const std::vector<Tensor>& in, const At
   const int64_t dim = wrap("index_fill", a.i(0), in[0]);
   Tensor out = f64(as_1d(in[0])), ix = i64(in[1]).reshape({-1});
   const double value = f64(in[2]).item<double>();
-  const int64_t size = out.size(dim).guard_int();
-  for (int64_t k = 0; k < ix.numel(); ++k) {
+  const int64_t size = out.sym_size(dim).guard_int();
+  for (int64_t k = 0; k < ix.sym_numel(); ++k) {
     int64_t to = ix.data_ptr<int64_t>()[k];
     if (to < 0) to += size;
-    for_slice(out.sizes().vec(), out.sizes().vec(), dim, to, to,
+    for_slice(out.sym_sizes().vec(), out.sym_sizes().vec(), dim, to, to,
               [&](int64_t o, int64_t) { out.data_ptr<double>()[o] = value; });
   }
   return {out.view(in[0].sym_sizes())};

@@ -22,32 +22,32 @@ Tensor checked_index_1d(const char* op, const Tensor& index, int64_t dim, int64_
                         bool allow_negative) {
   KILN_CHECK(index.dim() <= 1, op, ": Index is supposed to be a vector, but got a tensor of ",
              index.dim(), " dimensions");
-  Tensor idx = as_long(op, index).reshape({index.numel()});
+  Tensor idx = as_long(op, index).reshape({index.sym_numel()});
   cpu::check_index_range(op, idx, dim, size, allow_negative);
   if (!allow_negative) return idx;
   Tensor wrapped = idx.contiguous().clone();
   int64_t* p = wrapped.data_ptr<int64_t>();
-  for (int64_t i = 0; i < wrapped.numel(); ++i)
+  for (int64_t i = 0; i < wrapped.sym_numel(); ++i)
     if (p[i] < 0) p[i] += size;
   return wrapped;
 }
 
 Tensor expand_index(const Tensor& idx, std::vector<int64_t> sizes, int64_t dim) {
-  sizes[dim] = idx.numel();
+  sizes[dim] = idx.sym_numel();
   SymShape sym(sizes.begin(), sizes.end());
   SymShape strides(sizes.size(), SymInt(0));
-  strides[dim] = idx.numel() > 1 ? idx.stride(0) : SymInt(1);
-  return shape::raw_view(idx, sym, strides, idx.storage_offset());
+  strides[dim] = idx.sym_numel() > 1 ? idx.sym_stride(0) : SymInt(1);
+  return shape::raw_view(idx, sym, strides, idx.sym_storage_offset());
 }
 
 Tensor scatter_target(const Tensor& out, const Tensor& self) {
   Tensor target = out.is_contiguous() ? out : empty(out.sym_sizes(), out.dtype());
-  if (target.numel() > 0 && target.data_ptr() != self.data_ptr()) cpu::copy(target, self);
+  if (target.sym_numel() > 0 && target.data_ptr() != self.data_ptr()) cpu::copy(target, self);
   return target;
 }
 
 void finish_output(const Tensor& out, const Tensor& target) {
-  if (target.numel() > 0 && target.data_ptr() != out.data_ptr()) cpu::copy(out, target);
+  if (target.sym_numel() > 0 && target.data_ptr() != out.data_ptr()) cpu::copy(out, target);
 }
 
 bool register_inplace(std::initializer_list<const char*> names) {

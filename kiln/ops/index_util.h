@@ -25,7 +25,7 @@ Tensor as_long(const char* op, const Tensor& index);
 Tensor checked_index_1d(const char* op, const Tensor& index, int64_t dim, int64_t size,
                         bool allow_negative);
 // The index of a dim-wise gather/scatter equivalent to indexing `dim` with the 1-D idx: shape
-// `sizes` with sizes[dim] = idx.numel(), stride 0 along every other dim (a view of idx).
+// `sizes` with sizes[dim] = idx.sym_numel(), stride 0 along every other dim (a view of idx).
 Tensor expand_index(const Tensor& idx, std::vector<int64_t> sizes, int64_t dim);
 
 // The tensor a scatter-like kernel writes: out[0] itself when contiguous, else a contiguous

@@ -32,7 +32,7 @@ std::ostream& operator<<(std::ostream& os, const TensorIndex& i) {
       return os << ":" << s.step();
     }
     case TensorIndexType::Tensor:
-      return os << "Tensor" << i.tensor().sizes();
+      return os << "Tensor" << i.tensor().sym_sizes();
   }
   return os;
 }
@@ -43,9 +43,10 @@ namespace {
 void add_mask(const char* op, const Tensor& r, int64_t dim, const Tensor& mask,
               std::vector<Tensor>& out) {
   for (int64_t d = 0; d < mask.dim(); ++d) {
-    KILN_CHECK(dim + d < r.dim() && mask.size(d) == r.size(dim + d), op, ": The shape of the mask ",
-               mask.sizes(), " at index ", d, " does not match the shape of the indexed tensor ",
-               r.sizes(), " at index ", dim + d);
+    KILN_CHECK(dim + d < r.dim() && mask.sym_size(d) == r.sym_size(dim + d), op,
+               ": The shape of the mask ", mask.sym_sizes(), " at index ", d,
+               " does not match the shape of the indexed tensor ", r.sym_sizes(), " at index ",
+               dim + d);
   }
   std::vector<Tensor> coords = mask.to(kBool).nonzero_numpy();
   for (Tensor& c : coords) out.push_back(std::move(c));
@@ -91,7 +92,7 @@ SplitIndex split_index(const Tensor& self, ArrayRef<TensorIndex> indices, const 
         ++dim;
         break;
       case TensorIndexType::Integer: {
-        const SymInt size = r.size(dim);
+        const SymInt size = r.sym_size(dim);
         const SymInt& k = i.integer();
         KILN_CHECK(k >= -size && k < size, op, ": index ", k, " is out of bounds for dimension ",
                    dim, " with size ", size);
@@ -138,7 +139,7 @@ SplitIndex split_index(const Tensor& self, ArrayRef<TensorIndex> indices, const 
 
 Tensor apply_basic_index(const Tensor& self, ArrayRef<TensorIndex> indices) {
   for (const TensorIndex& i : indices)
-    KILN_CHECK(!i.is_tensor(), "apply_basic_index: a Tensor index (shape ", i.tensor().sizes(),
+    KILN_CHECK(!i.is_tensor(), "apply_basic_index: a Tensor index (shape ", i.tensor().sym_sizes(),
                ") needs advanced indexing; use Tensor::index");
   return split_index(self, indices).view;
 }

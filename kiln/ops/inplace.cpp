@@ -23,8 +23,8 @@ bool can_cast(ScalarType from, ScalarType to) {
 // An expanded tensor: more than one of its elements is stored in one place.
 bool has_internal_overlap(const Tensor& self) {
   for (int64_t d = 0; d < self.dim(); ++d) {
-    auto size = self.sizes()[d].maybe_int();
-    auto stride = self.strides()[d].maybe_int();
+    auto size = self.sym_sizes()[d].maybe_int();
+    auto stride = self.sym_strides()[d].maybe_int();
     if (size && stride && *size > 1 && *stride == 0) return true;
   }
   return false;
@@ -37,8 +37,9 @@ bool aliased(const std::vector<Tensor>& in, bool same_layout_ok) {
     if (!in[k].defined()) continue;
     const TensorImpl& o = *in[k].impl();
     if (o.storage() != self.storage()) continue;
-    const bool same_layout = o.sizes() == self.sizes() && o.strides() == self.strides() &&
-                             o.storage_offset() == self.storage_offset();
+    const bool same_layout = o.sym_sizes() == self.sym_sizes() &&
+                             o.sym_strides() == self.sym_strides() &&
+                             o.sym_storage_offset() == self.sym_storage_offset();
     if (!(same_layout_ok && same_layout)) return true;
   }
   return false;
@@ -75,12 +76,13 @@ MetaFn inplace_meta(const OpDef* base, const std::string* name) {
     KILN_CHECK(!has_internal_overlap(self), *name,
                ": unsupported operation: more than one element of the written-to tensor refers "
                "to a single memory location (size ",
-               self.sizes(), ", stride ", self.strides(),
+               self.sym_sizes(), ", stride ", self.sym_strides(),
                "). Please clone() the tensor before performing the operation.");
     const TensorSpec result =
         as_inplace(*base, *name, [&] { return base->meta_(in, attrs).at(0); });
-    KILN_CHECK(SymIntArrayRef(result.sizes) == self.sizes(), *name, ": output with shape ",
-               self.sizes(), " doesn't match the broadcast shape ", SymIntArrayRef(result.sizes));
+    KILN_CHECK(SymIntArrayRef(result.sizes) == self.sym_sizes(), *name, ": output with shape ",
+               self.sym_sizes(), " doesn't match the broadcast shape ",
+               SymIntArrayRef(result.sizes));
     KILN_CHECK(can_cast(result.dtype, self.dtype()), *name, ": result type ", result.dtype,
                " can't be cast to the desired output type ", self.dtype());
     TensorSpec s = meta::spec(self.sym_sizes(), self.dtype(), self.device());
@@ -122,7 +124,7 @@ SampleFn inplace_samples(const OpDef* base) {
       if (!self.defined() || self.impl()->is_wrapped_number() || has_internal_overlap(self))
         continue;
       const TensorSpec spec = base->meta_(s.inputs, s.attrs).at(0);
-      if (SymIntArrayRef(spec.sizes) == self.sizes() && can_cast(spec.dtype, self.dtype()))
+      if (SymIntArrayRef(spec.sizes) == self.sym_sizes() && can_cast(spec.dtype, self.dtype()))
         fitting.push_back(std::move(s));
     }
     return fitting;
@@ -138,7 +140,7 @@ ErrorSampleFn inplace_error_samples(const OpDef* base) {
     std::vector<OpErrorSample> out;
     auto fits = [&](const std::vector<Tensor>& in, const Attrs& attrs) {
       const TensorSpec spec = base->meta_(in, attrs).at(0);
-      return SymIntArrayRef(spec.sizes) == in[0].sizes() && can_cast(spec.dtype, in[0].dtype());
+      return SymIntArrayRef(spec.sizes) == in[0].sym_sizes() && can_cast(spec.dtype, in[0].dtype());
     };
     if (base->error_samples_) {
       for (OpErrorSample& s : base->error_samples_())
@@ -153,11 +155,11 @@ ErrorSampleFn inplace_error_samples(const OpDef* base) {
         if (!self.defined() || self.impl()->is_wrapped_number() || has_internal_overlap(self))
           continue;
         const TensorSpec spec = base->meta_(s.inputs, s.attrs).at(0);
-        if (!(SymIntArrayRef(spec.sizes) == self.sizes())) {
+        if (!(SymIntArrayRef(spec.sizes) == self.sym_sizes())) {
           if (!std::exchange(shape, true))
             out.push_back(
                 {s.inputs, s.attrs,
-                 detail::str_cat("output with shape ", self.sizes(),
+                 detail::str_cat("output with shape ", self.sym_sizes(),
                                  " doesn't match the broadcast shape ", SymIntArrayRef(spec.sizes)),
                  "result larger than self: " + s.desc});
         } else if (!can_cast(spec.dtype, self.dtype())) {
@@ -167,11 +169,11 @@ ErrorSampleFn inplace_error_samples(const OpDef* base) {
                  detail::str_cat("result type ", spec.dtype,
                                  " can't be cast to the desired output type ", self.dtype()),
                  "result of another dtype: " + s.desc});
-        } else if (self.dim() > 0 && self.size(0) > 1 && !std::exchange(overlap, true)) {
+        } else if (self.dim() > 0 && self.sym_size(0) > 1 && !std::exchange(overlap, true)) {
           OpErrorSample o{s.inputs, s.attrs, "", "self with elements stored twice: " + s.desc};
           o.inputs[0] = self.select(0, 0).unsqueeze(0).expand(self.sym_sizes());
-          o.expected = detail::str_cat("(size ", o.inputs[0].sizes(), ", stride ",
-                                       o.inputs[0].strides(), ")");
+          o.expected = detail::str_cat("(size ", o.inputs[0].sym_sizes(), ", stride ",
+                                       o.inputs[0].sym_strides(), ")");
           out.push_back(std::move(o));
         }
       }

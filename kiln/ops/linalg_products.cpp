@@ -17,18 +17,19 @@ const std::vector<ScalarType> kProductDtypes = {kFloat64, kFloat32, kBFloat16, k
 SymShape product_shape(const char* op, const char* name_a, const Tensor& a, const char* name_b,
                        const Tensor& b, int64_t nd) {
   KILN_CHECK(a.dim() == nd, op, ": expected ", name_a, " to be a ", nd, "-D tensor, but got a ",
-             a.dim(), "-D tensor of shape ", a.sizes());
+             a.dim(), "-D tensor of shape ", a.sym_sizes());
   KILN_CHECK(b.dim() == nd, op, ": expected ", name_b, " to be a ", nd, "-D tensor, but got a ",
-             b.dim(), "-D tensor of shape ", b.sizes());
+             b.dim(), "-D tensor of shape ", b.sym_sizes());
   linalg::check_same_dtype(op, name_a, a, name_b, b);
   KILN_CHECK(a.dtype() != kBool, op, ": not supported for dtype bool");
   if (nd == 3) {
-    KILN_CHECK(a.size(0) == b.size(0), op, ": ", name_a, " and ", name_b,
-               " must have the same number of batches, but got ", a.size(0), " and ", b.size(0));
+    KILN_CHECK(a.sym_size(0) == b.sym_size(0), op, ": ", name_a, " and ", name_b,
+               " must have the same number of batches, but got ", a.sym_size(0), " and ",
+               b.sym_size(0));
   }
-  linalg::check_inner_dims(op, a, a.size(-1), b, b.size(-2));
-  if (nd == 3) return {a.size(0), a.size(1), b.size(2)};
-  return {a.size(0), b.size(1)};
+  linalg::check_inner_dims(op, a, a.sym_size(-1), b, b.sym_size(-2));
+  if (nd == 3) return {a.sym_size(0), a.sym_size(1), b.sym_size(2)};
+  return {a.sym_size(0), b.sym_size(1)};
 }
 
 MetaFn product_meta(const char* op, int64_t nd) {
@@ -48,10 +49,10 @@ MetaFn add_product_meta(const char* op, int64_t nd) {
     linalg::check_same_dtype(op, "self", self, na, in[1]);
     bool fits = self.dim() <= nd;
     for (int64_t d = 0; fits && d < self.dim(); ++d) {
-      const SymInt& s = self.size(d);
+      const SymInt& s = self.sym_size(d);
       fits = s == 1 || s == shape[nd - self.dim() + d];
     }
-    KILN_CHECK(fits, op, ": self of shape ", self.sizes(),
+    KILN_CHECK(fits, op, ": self of shape ", self.sym_sizes(),
                " cannot be broadcast to the product's shape ", SymIntArrayRef(shape));
     linalg::check_integral_scalars(op, self.dtype(), attrs.scalar(0), attrs.scalar(1));
     return meta::one_spec(std::move(shape), self.dtype(), self.device());

@@ -15,7 +15,7 @@ void check_same_dtype(const char* op, const char* name_a, const Tensor& a, const
 
 void check_inner_dims(const char* op, const Tensor& a, const SymInt& a_k, const Tensor& b,
                       const SymInt& b_k) {
-  KILN_CHECK(a_k == b_k, op, ": cannot multiply ", a.sizes(), " by ", b.sizes(), ": ", a_k,
+  KILN_CHECK(a_k == b_k, op, ": cannot multiply ", a.sym_sizes(), " by ", b.sym_sizes(), ": ", a_k,
              " != ", b_k);
 }
 
@@ -34,8 +34,8 @@ cpu::MatrixRef matrix_ref(const Tensor& t, int64_t offset) {
   const TensorImpl& i = *t.impl();
   const char* data = static_cast<const char*>(t.data_ptr()) +
                      offset * static_cast<int64_t>(element_size(t.dtype()));
-  return {data, nd >= 3 ? i.strides()[nd - 3].guard_int() : 0, i.strides()[nd - 2].guard_int(),
-          i.strides()[nd - 1].guard_int()};
+  return {data, nd >= 3 ? i.sym_strides()[nd - 3].guard_int() : 0,
+          i.sym_strides()[nd - 2].guard_int(), i.sym_strides()[nd - 1].guard_int()};
 }
 
 void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
@@ -43,28 +43,28 @@ void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b, double alpha
   const TensorImpl& o = *out.impl();
   cpu::GemmArgs g;
   g.dtype = out.dtype();
-  g.batch = nd >= 3 ? o.sizes()[nd - 3].guard_int() : 1;
-  g.m = o.sizes()[nd - 2].guard_int();
-  g.n = o.sizes()[nd - 1].guard_int();
-  g.k = a.impl()->sizes()[a.dim() - 1].guard_int();
-  g.c_batch_stride = nd >= 3 ? o.strides()[nd - 3].guard_int() : 0;
-  g.ldc = o.strides()[nd - 2].guard_int();
+  g.batch = nd >= 3 ? o.sym_sizes()[nd - 3].guard_int() : 1;
+  g.m = o.sym_sizes()[nd - 2].guard_int();
+  g.n = o.sym_sizes()[nd - 1].guard_int();
+  g.k = a.impl()->sym_sizes()[a.dim() - 1].guard_int();
+  g.c_batch_stride = nd >= 3 ? o.sym_strides()[nd - 3].guard_int() : 0;
+  g.ldc = o.sym_strides()[nd - 2].guard_int();
   g.alpha = alpha;
   g.beta = beta;
   // Dims before the batch dim (a [B, H, T, D] view of [B, T, H, D], whose batch dims do not
   // flatten into one stride): one batched gemm per index of them.
   int64_t outer = 1;
-  for (int64_t d = 0; d + 3 < nd; ++d) outer *= o.sizes()[d].guard_int();
+  for (int64_t d = 0; d + 3 < nd; ++d) outer *= o.sym_sizes()[d].guard_int();
   if (outer == 0 || g.batch == 0 || g.m == 0 || g.n == 0) return;
   const size_t es = element_size(out.dtype());
   for (int64_t q = 0; q < outer; ++q) {
     int64_t rest = q, off_a = 0, off_b = 0, off_c = 0;
     for (int64_t d = nd - 4; d >= 0; --d) {
-      const int64_t size = o.sizes()[d].guard_int(), i = rest % size;
+      const int64_t size = o.sym_sizes()[d].guard_int(), i = rest % size;
       rest /= size;
-      off_a += i * a.impl()->strides()[d].guard_int();
-      off_b += i * b.impl()->strides()[d].guard_int();
-      off_c += i * o.strides()[d].guard_int();
+      off_a += i * a.impl()->sym_strides()[d].guard_int();
+      off_b += i * b.impl()->sym_strides()[d].guard_int();
+      off_c += i * o.sym_strides()[d].guard_int();
     }
     g.a = matrix_ref(a, off_a);
     g.b = matrix_ref(b, off_b);
@@ -76,8 +76,9 @@ void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b, double alpha
 Tensor reference_matmul(const Tensor& a_in, const Tensor& b_in) {
   const bool batched = a_in.dim() == 3;
   Tensor a = a_in.to(kFloat64).contiguous(), b = b_in.to(kFloat64).contiguous();
-  const int64_t batch = batched ? a.size(0).guard_int() : 1;
-  const int64_t m = a.size(-2).guard_int(), k = a.size(-1).guard_int(), n = b.size(-1).guard_int();
+  const int64_t batch = batched ? a.sym_size(0).guard_int() : 1;
+  const int64_t m = a.sym_size(-2).guard_int(), k = a.sym_size(-1).guard_int(),
+                n = b.sym_size(-1).guard_int();
   Tensor out = batched ? zeros({batch, m, n}, kFloat64) : zeros({m, n}, kFloat64);
   const double* pa = a.data_ptr<double>();
   const double* pb = b.data_ptr<double>();

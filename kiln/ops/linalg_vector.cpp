@@ -14,28 +14,29 @@ const std::vector<ScalarType> kVectorDtypes = {kFloat64, kFloat32, kBFloat16, kI
 std::vector<TensorSpec> dot_meta(const std::vector<Tensor>& in, const Attrs&) {
   const Tensor &a = in[0], &b = in[1];
   KILN_CHECK(a.dim() == 1 && b.dim() == 1, "dot: 1D tensors expected, but got ", a.dim(), "D and ",
-             b.dim(), "D tensors of shapes ", a.sizes(), " and ", b.sizes());
+             b.dim(), "D tensors of shapes ", a.sym_sizes(), " and ", b.sym_sizes());
   linalg::check_same_dtype("dot", "self", a, "other", b);
   KILN_CHECK(a.dtype() != kBool, "dot: not supported for dtype bool");
-  KILN_CHECK(a.size(0) == b.size(0), "dot: inconsistent tensor size, expected tensor ", a.sizes(),
-             " and src ", b.sizes(), " to have the same number of elements, but got ", a.size(0),
-             " and ", b.size(0), " elements respectively");
+  KILN_CHECK(a.sym_size(0) == b.sym_size(0), "dot: inconsistent tensor size, expected tensor ",
+             a.sym_sizes(), " and src ", b.sym_sizes(),
+             " to have the same number of elements, but got ", a.sym_size(0), " and ",
+             b.sym_size(0), " elements respectively");
   return {meta::spec({}, a.dtype(), a.device())};
 }
 
 void dot_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
   const Tensor &a = in[0], &b = in[1];
-  cpu::dot(a.dtype(), a.size(0).guard_int(), a.data_ptr(), a.stride(0).guard_int(), b.data_ptr(),
-           b.stride(0).guard_int(), out[0].data_ptr());
+  cpu::dot(a.dtype(), a.sym_size(0).guard_int(), a.data_ptr(), a.sym_stride(0).guard_int(),
+           b.data_ptr(), b.sym_stride(0).guard_int(), out[0].data_ptr());
 }
 
 std::vector<TensorSpec> outer_meta(const std::vector<Tensor>& in, const Attrs&) {
   const Tensor &a = in[0], &b = in[1];
   KILN_CHECK(a.dim() == 1, "outer: expected 1-D argument self, but got a ", a.dim(),
-             "-D tensor of shape ", a.sizes());
+             "-D tensor of shape ", a.sym_sizes());
   KILN_CHECK(b.dim() == 1, "outer: expected 1-D argument vec2, but got a ", b.dim(),
-             "-D tensor of shape ", b.sizes());
-  return {meta::spec({a.size(0), b.size(0)}, meta::result_type(in), a.device())};
+             "-D tensor of shape ", b.sym_sizes());
+  return {meta::spec({a.sym_size(0), b.sym_size(0)}, meta::result_type(in), a.device())};
 }
 
 // out[i, j] = a[i] * b[j] in the output's dtype.
@@ -43,8 +44,8 @@ void outer_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const
   const ScalarType dt = out[0].dtype();
   const Tensor a = in[0].dtype() == dt ? in[0] : in[0].to(dt);
   const Tensor b = in[1].dtype() == dt ? in[1] : in[1].to(dt);
-  const int64_t n = a.size(0).guard_int(), m = b.size(0).guard_int();
-  const int64_t sa = a.stride(0).guard_int(), sb = b.stride(0).guard_int();
+  const int64_t n = a.sym_size(0).guard_int(), m = b.sym_size(0).guard_int();
+  const int64_t sa = a.sym_stride(0).guard_int(), sb = b.sym_stride(0).guard_int();
   cpu::visit_all(dt, "outer", [&](auto tag) {
     using T = decltype(tag);
     using C = cpu::compute_t<T>;
@@ -71,7 +72,7 @@ std::vector<Tensor> outer_backward(const BackwardContext& c) {
 // Naive float64 loops over the first two inputs as vectors.
 Tensor reference_vectors(const Tensor& a_in, const Tensor& b_in, bool outer) {
   Tensor a = a_in.to(kFloat64).contiguous(), b = b_in.to(kFloat64).contiguous();
-  const int64_t n = a.numel(), m = b.numel();
+  const int64_t n = a.sym_numel(), m = b.sym_numel();
   const double* pa = a.data_ptr<double>();
   const double* pb = b.data_ptr<double>();
   if (!outer) {

@@ -112,7 +112,7 @@ std::vector<TensorSpec> broadcast_with(const std::vector<Tensor>& in, ScalarType
   bool same = true;  // concrete and equal shapes: the common case, which needs no copies
   for (const auto& t : in) {
     if (!t.defined()) continue;
-    const SymShape& s = t.impl()->sizes();
+    const SymShape& s = t.impl()->sym_sizes();
     if (!first) first = &s;
     same = same && !t.impl()->is_symbolic() && s == *first;
     if (t.dim() > 0 || !t.is_cpu()) dev = t.device();
@@ -140,7 +140,7 @@ std::vector<TensorSpec> inplace_of(const char* op, const std::vector<Tensor>& in
   for (const auto& t : in)
     if (t.defined()) shapes.push_back(t.sym_sizes());
   SymShape b = broadcast_shapes(op, shapes);
-  KILN_CHECK(SymIntArrayRef(b) == in[0].sizes(), op, ": output with shape ", in[0].sizes(),
+  KILN_CHECK(SymIntArrayRef(b) == in[0].sym_sizes(), op, ": output with shape ", in[0].sym_sizes(),
              " doesn't match the broadcast shape ", SymIntArrayRef(b));
   ScalarType self = in[0].dtype();
   // PyTorch's canCast: only a cast to a lower category (float -> int, int -> bool) is refused.

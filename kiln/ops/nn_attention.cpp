@@ -17,7 +17,7 @@ namespace {
 // inputs: query, key, value, attn_mask?, dropout_noise?; attrs: is_causal, scale?, enable_gqa.
 
 double resolve_scale(const Tensor& q, const Attrs& a) {
-  return a.is_none(1) ? 1.0 / std::sqrt(static_cast<double>(q.size(-1).guard_int())) : a.f(1);
+  return a.is_none(1) ? 1.0 / std::sqrt(static_cast<double>(q.sym_size(-1).guard_int())) : a.f(1);
 }
 
 // a @ b for operands with the same batch dims, without the copy matmul makes of head-split
@@ -28,10 +28,10 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
   const int64_t nd = a.dim();
   bool direct = nd >= 3 && b.dim() == nd && !GradMode::is_enabled() && a.is_cpu() && b.is_cpu() &&
                 a.dtype() == b.dtype() && !a.impl()->is_symbolic() && !b.impl()->is_symbolic();
-  for (int64_t d = 0; direct && d < nd - 2; ++d) direct = a.size(d) == b.size(d);
+  for (int64_t d = 0; direct && d < nd - 2; ++d) direct = a.sym_size(d) == b.sym_size(d);
   if (!direct) return matmul(a, b);
-  std::vector<int64_t> shape = a.sizes().vec();
-  shape.back() = b.size(-1).guard_int();
+  std::vector<int64_t> shape = a.sym_sizes().vec();
+  shape.back() = b.sym_size(-1).guard_int();
   Tensor out = empty(shape, a.options());
   linalg::gemm_into(out, a, b, 1, 0);
   return out;
@@ -39,54 +39,54 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
 
 // Key/value heads repeated so that each query head has its own (grouped-query attention).
 Tensor expand_heads(const Tensor& kv, const Tensor& q) {
-  if (kv.dim() < 3 || kv.size(-3) == q.size(-3)) return kv;
-  return kv.repeat_interleave(q.size(-3).guard_int() / kv.size(-3).guard_int(), -3);
+  if (kv.dim() < 3 || kv.sym_size(-3) == q.sym_size(-3)) return kv;
+  return kv.repeat_interleave(q.sym_size(-3).guard_int() / kv.sym_size(-3).guard_int(), -3);
 }
 
 std::vector<TensorSpec> sdpa_meta(const std::vector<Tensor>& in, const Attrs& a) {
   const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3], &noise = in[4];
   const char* op = "scaled_dot_product_attention";
   KILN_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(), op,
-             ": expected query, key and value of the same rank >= 2, got ", q.sizes(), ", ",
-             k.sizes(), " and ", v.sizes());
+             ": expected query, key and value of the same rank >= 2, got ", q.sym_sizes(), ", ",
+             k.sym_sizes(), " and ", v.sym_sizes());
   KILN_CHECK(q.is_floating_point() && k.dtype() == q.dtype() && v.dtype() == q.dtype(), op,
              ": expected query, key and value of the same floating dtype, got ", q.dtype(), ", ",
              k.dtype(), " and ", v.dtype());
-  KILN_CHECK(q.size(-1) == k.size(-1), op,
-             ": query and key must have the same embedding size, got ", q.size(-1), " and ",
-             k.size(-1));
-  KILN_CHECK(k.size(-2) == v.size(-2), op,
-             ": key and value must have the same sequence length, got ", k.size(-2), " and ",
-             v.size(-2));
+  KILN_CHECK(q.sym_size(-1) == k.sym_size(-1), op,
+             ": query and key must have the same embedding size, got ", q.sym_size(-1), " and ",
+             k.sym_size(-1));
+  KILN_CHECK(k.sym_size(-2) == v.sym_size(-2), op,
+             ": key and value must have the same sequence length, got ", k.sym_size(-2), " and ",
+             v.sym_size(-2));
   for (int64_t d = 0; d < q.dim() - 2; ++d) {
     const bool heads = d == q.dim() - 3;
-    if (heads && a.b(2) && k.size(d) != q.size(d)) {
-      KILN_CHECK(k.size(d) == v.size(d) && q.size(d) % k.size(d) == 0, op,
-                 ": with enable_gqa the number of query heads (", q.size(d),
-                 ") must be a multiple of the number of key/value heads (", k.size(d), ")");
+    if (heads && a.b(2) && k.sym_size(d) != q.sym_size(d)) {
+      KILN_CHECK(k.sym_size(d) == v.sym_size(d) && q.sym_size(d) % k.sym_size(d) == 0, op,
+                 ": with enable_gqa the number of query heads (", q.sym_size(d),
+                 ") must be a multiple of the number of key/value heads (", k.sym_size(d), ")");
       continue;
     }
-    KILN_CHECK(k.size(d) == q.size(d) && v.size(d) == q.size(d), op,
-               ": query, key and value must agree in their batch dims, got ", q.sizes(), ", ",
-               k.sizes(), " and ", v.sizes(),
+    KILN_CHECK(k.sym_size(d) == q.sym_size(d) && v.sym_size(d) == q.sym_size(d), op,
+               ": query, key and value must agree in their batch dims, got ", q.sym_sizes(), ", ",
+               k.sym_sizes(), " and ", v.sym_sizes(),
                heads ? " (pass enable_gqa=true for fewer key/value heads)" : "");
   }
   SymShape probs = q.sym_sizes();
-  probs.back() = k.size(-2);
+  probs.back() = k.sym_size(-2);
   if (mask.defined()) {
     KILN_CHECK(!a.b(0), op,
                ": Explicit attn_mask should not be set when is_causal=True (got a mask of shape ",
-               mask.sizes(), ")");
+               mask.sym_sizes(), ")");
     KILN_CHECK(mask.dtype() == kBool || mask.dtype() == q.dtype(), op,
                ": expected a bool mask or a mask of the query's dtype ", q.dtype(), ", got ",
                mask.dtype());
     meta::broadcast_shapes(op, {mask.sym_sizes(), probs});
   }
-  KILN_CHECK(!noise.defined() || noise.sizes() == SymIntArrayRef(probs), op,
+  KILN_CHECK(!noise.defined() || noise.sym_sizes() == SymIntArrayRef(probs), op,
              ": expected dropout_noise of the attention's shape ", SymIntArrayRef(probs), ", got ",
-             noise.sizes());
+             noise.sym_sizes());
   SymShape out = q.sym_sizes();
-  out.back() = v.size(-1);
+  out.back() = v.sym_size(-1);
   return {meta::spec(out, q.dtype(), q.device()), meta::spec(probs, q.dtype(), q.device())};
 }
 
@@ -94,7 +94,7 @@ std::vector<TensorSpec> sdpa_meta(const std::vector<Tensor>& in, const Attrs& a)
 Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, const Attrs& a) {
   Tensor scores = batched_product(q, k.transpose(-2, -1)) * resolve_scale(q, a);
   if (a.b(0)) {
-    const int64_t l = q.size(-2).guard_int(), s = k.size(-2).guard_int();
+    const int64_t l = q.sym_size(-2).guard_int(), s = k.sym_size(-2).guard_int();
     Tensor allowed = ones({l, s}, TensorOptions(kBool)).tril();
     scores = scores.masked_fill(allowed.logical_not(), -INFINITY);
   } else if (mask.defined()) {
@@ -117,9 +117,9 @@ void sdpa_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const 
 
 // Sums a gradient of repeated key/value heads back onto the shared heads.
 Tensor fold_heads(const Tensor& g, const Tensor& kv) {
-  if (kv.dim() < 3 || g.size(-3) == kv.size(-3)) return g;
-  const SymInt groups = g.size(-3) / kv.size(-3);
-  return g.unflatten(-3, {kv.size(-3), groups}).sum(IntArrayRef(int64_t{-3}));
+  if (kv.dim() < 3 || g.sym_size(-3) == kv.sym_size(-3)) return g;
+  const SymInt groups = g.sym_size(-3) / kv.sym_size(-3);
+  return g.unflatten(-3, {kv.sym_size(-3), groups}).sum(IntArrayRef(int64_t{-3}));
 }
 
 std::vector<Tensor> sdpa_backward(const BackwardContext& c) {
@@ -189,17 +189,17 @@ std::vector<OpSample> sdpa_samples(ScalarType dt) {
 
 std::vector<Tensor> sdpa_reference(const std::vector<Tensor>& in, const Attrs& a) {
   const Tensor &q = in[0], &k = in[1], &v = in[2];
-  const int64_t l = q.size(-2).guard_int(), e = q.size(-1).guard_int();
-  const int64_t s = k.size(-2).guard_int(), ev = v.size(-1).guard_int();
+  const int64_t l = q.sym_size(-2).guard_int(), e = q.sym_size(-1).guard_int();
+  const int64_t s = k.sym_size(-2).guard_int(), ev = v.sym_size(-1).guard_int();
   int64_t bq = 1;
-  for (int64_t d = 0; d < q.dim() - 2; ++d) bq *= q.size(d).guard_int();
-  const int64_t hq = q.dim() >= 3 ? q.size(-3).guard_int() : 1;
-  const int64_t hk = k.dim() >= 3 ? k.size(-3).guard_int() : 1;
+  for (int64_t d = 0; d < q.dim() - 2; ++d) bq *= q.sym_size(d).guard_int();
+  const int64_t hq = q.dim() >= 3 ? q.sym_size(-3).guard_int() : 1;
+  const int64_t hk = k.dim() >= 3 ? k.sym_size(-3).guard_int() : 1;
   const double scale = resolve_scale(q, a);
   const std::vector<double> qd = nn_util::to_doubles(q), kd = nn_util::to_doubles(k),
                             vd = nn_util::to_doubles(v);
   SymShape probs_shape = q.sym_sizes();
-  probs_shape.back() = k.size(-2);
+  probs_shape.back() = k.sym_size(-2);
   std::vector<double> mask, noise;
   if (in[3].defined()) mask = nn_util::to_doubles(in[3].expand(probs_shape));
   if (in[4].defined()) noise = nn_util::to_doubles(in[4].expand(probs_shape));
@@ -311,7 +311,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   Tensor noise;
   if (dropout_p > 0) {
     SymShape shape = query.sym_sizes();
-    shape.back() = key.size(-2);
+    shape.back() = key.sym_size(-2);
     noise = dropout_p >= 1
                 ? zeros(shape, query.options())
                 : bernoulli(zeros(shape, query.options()), 1 - dropout_p) / (1 - dropout_p);

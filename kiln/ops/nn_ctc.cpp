@@ -45,37 +45,37 @@ struct Batch {
 // The inputs' shapes and dtypes and the blank label; `op`: ctc_loss or ctc_loss_backward.
 void check_shapes(const char* op, const std::vector<Tensor>& in, int64_t blank) {
   const Tensor &lp = in[0], &tg = in[1], &il = in[2], &tl = in[3];
-  KILN_CHECK(lp.dim() == 3, op, ": expected log_probs of shape (T, N, C), got ", lp.sizes());
+  KILN_CHECK(lp.dim() == 3, op, ": expected log_probs of shape (T, N, C), got ", lp.sym_sizes());
   KILN_CHECK(lp.is_floating_point(), op, ": expected floating point log_probs, got ", lp.dtype());
   for (const Tensor* t : {&tg, &il, &tl}) {
     KILN_CHECK(!is_floating_point(t->dtype()) && t->dtype() != kBool, op,
                ": expected integer targets and lengths, got ", t->dtype());
   }
-  const SymInt n = lp.size(1), classes = lp.size(2);
+  const SymInt n = lp.sym_size(1), classes = lp.sym_size(2);
   KILN_CHECK(blank >= 0 && blank < classes, op, ": blank must be in label range [0, ", classes,
              "), got ", blank);
-  KILN_CHECK(il.dim() == 1 && il.size(0) == n, op, ": input_lengths must be of size batch_size ", n,
-             ", got ", il.sizes());
-  KILN_CHECK(tl.dim() == 1 && tl.size(0) == n, op, ": target_lengths must be of size batch_size ",
-             n, ", got ", tl.sizes());
-  KILN_CHECK(tg.dim() == 1 || (tg.dim() == 2 && tg.size(0) == n), op,
-             ": expected targets of shape (N, S) or 1-D concatenated targets, got ", tg.sizes(),
+  KILN_CHECK(il.dim() == 1 && il.sym_size(0) == n, op,
+             ": input_lengths must be of size batch_size ", n, ", got ", il.sym_sizes());
+  KILN_CHECK(tl.dim() == 1 && tl.sym_size(0) == n, op,
+             ": target_lengths must be of size batch_size ", n, ", got ", tl.sym_sizes());
+  KILN_CHECK(tg.dim() == 1 || (tg.dim() == 2 && tg.sym_size(0) == n), op,
+             ": expected targets of shape (N, S) or 1-D concatenated targets, got ", tg.sym_sizes(),
              " for batch size ", n);
 }
 
 Batch read_batch(const char* op, const std::vector<Tensor>& in, int64_t blank) {
   check_shapes(op, in, blank);
   Batch b;
-  b.T = in[0].size(0).guard_int();
-  b.N = in[0].size(1).guard_int();
-  b.C = in[0].size(2).guard_int();
+  b.T = in[0].sym_size(0).guard_int();
+  b.N = in[0].sym_size(1).guard_int();
+  b.C = in[0].sym_size(2).guard_int();
   b.blank = blank;
   b.lp = nn_util::to_doubles(in[0]);
   const std::vector<int64_t> targets = nn_util::to_ints(in[1]);
   b.input_length = nn_util::to_ints(in[2]);
   const std::vector<int64_t> target_length = nn_util::to_ints(in[3]);
   const bool padded = in[1].dim() == 2;
-  const int64_t row = padded ? in[1].size(1).guard_int() : 0;
+  const int64_t row = padded ? in[1].sym_size(1).guard_int() : 0;
   int64_t offset = 0;
   for (int64_t n = 0; n < b.N; ++n) {
     const int64_t il = b.input_length[n], tl = target_length[n];
@@ -296,7 +296,7 @@ std::vector<OpSample> ctc_samples(ScalarType dt) {
 std::vector<OpSample> ctc_backward_samples(ScalarType dt) {
   std::vector<OpSample> s = ctc_samples(dt);
   for (OpSample& x : s) {
-    const int64_t n = x.inputs[0].size(1).guard_int();
+    const int64_t n = x.inputs[0].sym_size(1).guard_int();
     x.inputs.insert(x.inputs.begin(), samples::make({n}, dt, 0.5, 2));
   }
   return s;
@@ -351,7 +351,7 @@ std::vector<OpErrorSample> ctc_error_samples(bool backward) {
 
 std::vector<TensorSpec> ctc_meta(const std::vector<Tensor>& in, const Attrs& a) {
   check_shapes("ctc_loss", in, a.i(0));
-  return {meta::spec({in[0].size(1)}, in[0].dtype(), in[0].device())};
+  return {meta::spec({in[0].sym_size(1)}, in[0].dtype(), in[0].device())};
 }
 
 }  // namespace
@@ -382,8 +382,8 @@ KILN_REGISTER_OP(ctc_loss_backward)
         "Tensor target_lengths, int blank, bool zero_infinity) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       check_shapes("ctc_loss_backward", {in[1], in[2], in[3], in[4]}, a.i(0));
-      KILN_CHECK(in[0].dim() == 1 && in[0].size(0) == in[1].size(1),
-                 "ctc_loss_backward: expected a gradient of shape (N), got ", in[0].sizes());
+      KILN_CHECK(in[0].dim() == 1 && in[0].sym_size(0) == in[1].sym_size(1),
+                 "ctc_loss_backward: expected a gradient of shape (N), got ", in[0].sym_sizes());
       return meta::one_spec(in[1].sym_sizes(), in[1].dtype(), in[1].device());
     })
     .cpu(ctc_backward_kernel)

@@ -20,9 +20,9 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p) {
   KILN_CHECK(x1.dim() >= 2 && x2.dim() >= 2,
              "cdist: only supports at least 2D tensors, X1 got: ", x1.dim(),
              "D, X2 got: ", x2.dim(), "D");
-  KILN_CHECK(x1.size(-1) == x2.size(-1),
-             "cdist: X1 and X2 must have the same number of columns. X1: ", x1.size(-1),
-             " X2: ", x2.size(-1));
+  KILN_CHECK(x1.sym_size(-1) == x2.sym_size(-1),
+             "cdist: X1 and X2 must have the same number of columns. X1: ", x1.sym_size(-1),
+             " X2: ", x2.sym_size(-1));
   KILN_CHECK(p >= 0, "cdist: only supports non-negative p values, got ", p);
   return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, IntArrayRef(int64_t{-1}));
 }

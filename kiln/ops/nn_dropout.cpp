@@ -34,7 +34,8 @@ std::vector<TensorSpec> dropout_meta(const std::vector<Tensor>& in, const Attrs&
   KILN_CHECK(p >= 0 && p <= 1, op, ": dropout probability has to be between 0 and 1, but got ", p);
   KILN_CHECK(x.is_floating_point(), op, ": expected a floating point input, got ", x.dtype());
   KILN_CHECK(!is_feature(a.i(1)) || x.dim() >= 2, op,
-             ": feature dropout expects an input with at least 2 dims (N, C, *), got ", x.sizes());
+             ": feature dropout expects an input with at least 2 dims (N, C, *), got ",
+             x.sym_sizes());
   return {meta::spec(x.sym_sizes(), x.dtype(), x.device()),
           meta::spec(noise_shape(x, a.i(1)), x.dtype(), x.device())};
 }
@@ -43,7 +44,7 @@ void dropout_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, con
   const double p = a.f(0);
   const int64_t mode = a.i(1);
   const Tensor& noise = out[1];
-  const int64_t n = noise.numel().guard_int();
+  const int64_t n = noise.sym_numel().guard_int();
   // Kept elements' multiplier: 1 / (1 - p), or SELU's a for the alpha variants.
   const double keep_scale =
       p >= 1 ? 0.0

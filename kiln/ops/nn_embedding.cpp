@@ -84,19 +84,19 @@ KILN_REGISTER_OP(embedding)
       const Tensor& w = in[0];
       check_indices("embedding", in[1]);
       KILN_CHECK(w.dim() == 2, "embedding: 'weight' must be 2-D, got a tensor of shape ",
-                 w.sizes());
+                 w.sym_sizes());
       KILN_CHECK(!a.b(2),
                  "embedding: sparse gradients are not supported; pass sparse=false (got "
                  "sparse=true)");
       SymShape shape = in[1].sym_sizes();
-      shape.push_back(w.size(1));
+      shape.push_back(w.sym_size(1));
       return meta::one_spec(shape, w.dtype(), w.device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       const Tensor w = in[0].contiguous();
-      const int64_t rows = w.size(0).guard_int();
+      const int64_t rows = w.sym_size(0).guard_int();
       const std::vector<int64_t> idx = checked_indices("embedding", in[1], rows);
-      const size_t row_bytes = static_cast<size_t>(w.size(1).guard_int()) * w.element_size();
+      const size_t row_bytes = static_cast<size_t>(w.sym_size(1).guard_int()) * w.element_size();
       const char* src = static_cast<const char*>(w.data_ptr());
       char* dst = static_cast<char*>(out[0].data_ptr());
       for (size_t i = 0; i < idx.size() && row_bytes > 0; ++i)
@@ -104,7 +104,7 @@ KILN_REGISTER_OP(embedding)
     })
     .backward([](const BackwardContext& c) {
       const Tensor& w = c.input(0);
-      return std::vector<Tensor>{embedding_backward(c.grad(), c.input(1), w.size(0).guard_int(),
+      return std::vector<Tensor>{embedding_backward(c.grad(), c.input(1), w.sym_size(0).guard_int(),
                                                     c.attrs.i(0), c.attrs.b(1)),
                                  Tensor()};
     })
@@ -125,7 +125,7 @@ KILN_REGISTER_OP(embedding)
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       const std::vector<double> w = nn_util::to_doubles(in[0]);
       const std::vector<int64_t> idx = nn_util::to_ints(in[1]);
-      const int64_t d = in[0].size(1).guard_int();
+      const int64_t d = in[0].sym_size(1).guard_int();
       std::vector<double> out;
       for (int64_t i : idx)
         for (int64_t j = 0; j < d; ++j) out.push_back(w[i * d + j]);
@@ -147,8 +147,8 @@ KILN_REGISTER_OP(embedding_backward)
       const Tensor& g = in[0];
       KILN_CHECK(g.dim() == in[1].dim() + 1,
                  "embedding_backward: grad must have one more dim than indices, got grad of shape ",
-                 g.sizes(), " and indices of shape ", in[1].sizes());
-      return meta::one_spec({SymInt(a.i(0)), g.size(-1)}, g.dtype(), g.device());
+                 g.sym_sizes(), " and indices of shape ", in[1].sym_sizes());
+      return meta::one_spec({SymInt(a.i(0)), g.sym_size(-1)}, g.dtype(), g.device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const int64_t rows = a.i(0), pad = a.i(1);
@@ -156,7 +156,7 @@ KILN_REGISTER_OP(embedding_backward)
       const Tensor g = nn_util::as_compute(in[0]);
       const std::vector<int64_t> idx = checked_indices("embedding_backward", in[1], rows);
       const std::vector<int64_t> counts = row_counts(idx, rows);
-      const int64_t d = g.size(-1).guard_int();
+      const int64_t d = g.sym_size(-1).guard_int();
       Tensor acc = zeros({rows, d}, g.options());
       nn_util::visit_compute(g.dtype(), "embedding_backward", [&](auto tag) {
         using T = decltype(tag);
@@ -197,10 +197,10 @@ KILN_REGISTER_OP(embedding_backward)
       for (const OpSample& s : embedding_samples(dt)) {
         const Tensor& idx = s.inputs[1];
         SymShape gshape = idx.sym_sizes();
-        gshape.push_back(s.inputs[0].size(1));
+        gshape.push_back(s.inputs[0].sym_size(1));
         Tensor g = samples::make(SymIntArrayRef(gshape).vec(), dt);
         out.push_back({{g, idx},
-                       {s.inputs[0].size(0).guard_int(), s.attrs.i(0), s.attrs.b(1)},
+                       {s.inputs[0].sym_size(0).guard_int(), s.attrs.i(0), s.attrs.b(1)},
                        s.desc,
                        true});
       }
@@ -209,7 +209,7 @@ KILN_REGISTER_OP(embedding_backward)
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const std::vector<double> g = nn_util::to_doubles(in[0]);
       const std::vector<int64_t> idx = nn_util::to_ints(in[1]);
-      const int64_t rows = a.i(0), d = in[0].size(-1).guard_int();
+      const int64_t rows = a.i(0), d = in[0].sym_size(-1).guard_int();
       std::vector<double> out(rows * d, 0.0);
       for (size_t i = 0; i < idx.size(); ++i) {
         if (idx[i] == a.i(1)) continue;
@@ -230,14 +230,15 @@ KILN_REGISTER_OP(embedding_renorm_)
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
       check_indices("embedding_renorm_", in[1]);
       KILN_CHECK(in[0].dim() == 2,
-                 "embedding_renorm_: 'weight' must be 2-D, got a tensor of shape ", in[0].sizes());
+                 "embedding_renorm_: 'weight' must be 2-D, got a tensor of shape ",
+                 in[0].sym_sizes());
       TensorSpec s = meta::spec(in[0].sym_sizes(), in[0].dtype(), in[0].device());
       s.inplace_of = 0;
       return std::vector<TensorSpec>{s};
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>&, const Attrs& a) {
       const Tensor& w = in[0];
-      const int64_t rows = w.size(0).guard_int();
+      const int64_t rows = w.sym_size(0).guard_int();
       std::vector<int64_t> idx = checked_indices("embedding_renorm_", in[1], rows);
       std::sort(idx.begin(), idx.end());
       idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
@@ -274,8 +275,8 @@ KILN_REGISTER_OP(embedding_renorm_)
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       std::vector<double> w = nn_util::to_doubles(in[0]);
       const std::vector<int64_t> idx = nn_util::to_ints(in[1]);
-      const int64_t d = in[0].size(1).guard_int();
-      std::vector<bool> done(in[0].size(0).guard_int(), false);
+      const int64_t d = in[0].sym_size(1).guard_int();
+      std::vector<bool> done(in[0].sym_size(0).guard_int(), false);
       for (int64_t r : idx) {
         if (done[r]) continue;
         done[r] = true;

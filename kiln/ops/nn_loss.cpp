@@ -9,8 +9,8 @@ namespace {
 using nn_util::apply_reduction;
 
 void check_same_size(const char* op, const Tensor& input, const Tensor& target) {
-  KILN_CHECK(input.sizes() == target.sizes(), op, ": Using a target size (", target.sizes(),
-             ") that is different to the input size (", input.sizes(),
+  KILN_CHECK(input.sym_sizes() == target.sym_sizes(), op, ": Using a target size (",
+             target.sym_sizes(), ") that is different to the input size (", input.sym_sizes(),
              ") is not supported. Please ensure they have the same size.");
 }
 
@@ -83,7 +83,7 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
                              double margin, Reduction reduction) {
   KILN_CHECK(input1.dim() == input2.dim() && (input1.dim() == 1 || input1.dim() == 2),
              "cosine_embedding_loss: expected 1-D or 2-D inputs of the same rank, got ",
-             input1.sizes(), " and ", input2.sizes());
+             input1.sym_sizes(), " and ", input2.sym_sizes());
   const double eps = 1e-12;
   const int64_t dim = input1.dim() - 1;
   const Tensor prod = (input1 * input2).sum(IntArrayRef(dim));

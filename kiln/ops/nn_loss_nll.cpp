@@ -20,31 +20,33 @@ std::vector<TensorSpec> nll_meta(const std::vector<Tensor>& in, const Attrs& a) 
   KILN_CHECK(x.is_floating_point(), "nll_loss: expected a floating point input, got ", x.dtype());
   KILN_CHECK(t.dtype() == kInt64 || t.dtype() == kInt32 || t.dtype() == kUInt8,
              "nll_loss: expected an integer target (class indices), got ", t.dtype());
-  KILN_CHECK(x.dim() >= 1, "nll_loss: input must have at least 1 dim (C), got shape ", x.sizes());
+  KILN_CHECK(x.dim() >= 1, "nll_loss: input must have at least 1 dim (C), got shape ",
+             x.sym_sizes());
   SymShape expected = x.sym_sizes();
   if (x.dim() == 1) {
     expected.clear();
   } else {
     expected.erase(expected.begin() + 1);
   }
-  KILN_CHECK(t.sizes() == SymIntArrayRef(expected), "nll_loss: expected target of shape ",
-             SymIntArrayRef(expected), " for input of shape ", x.sizes(), ", got ", t.sizes());
-  const SymInt c = x.size(x.dim() == 1 ? 0 : 1);
-  KILN_CHECK(!w.defined() || (w.dim() == 1 && w.size(0) == c),
+  KILN_CHECK(t.sym_sizes() == SymIntArrayRef(expected), "nll_loss: expected target of shape ",
+             SymIntArrayRef(expected), " for input of shape ", x.sym_sizes(), ", got ",
+             t.sym_sizes());
+  const SymInt c = x.sym_size(x.dim() == 1 ? 0 : 1);
+  KILN_CHECK(!w.defined() || (w.dim() == 1 && w.sym_size(0) == c),
              "nll_loss: weight tensor should be defined either for all ", c,
              " classes or no classes but got weight tensor of shape: ",
-             w.defined() ? w.sizes() : SymIntArrayRef());
+             w.defined() ? w.sym_sizes() : SymIntArrayRef());
   const Reduction r = reduction_of("nll_loss", a.i(0));
-  SymShape out = r == Reduction::None ? t.sym_sizes() : SymShape{};
+  SymShape out = r == Reduction::None ? t.sym_sizes().sym_vec() : SymShape{};
   return {meta::spec(out, x.dtype(), x.device()), meta::spec({}, x.dtype(), x.device())};
 }
 
 void nll_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
   const Tensor x = nn_util::as_compute(in[0]);
   const std::vector<int64_t> target = nn_util::to_ints(in[1]);
-  const int64_t c = x.size(x.dim() == 1 ? 0 : 1).guard_int();
-  const int64_t n = x.dim() == 1 ? 1 : x.size(0).guard_int();
-  const int64_t inner = n * c == 0 ? 0 : x.numel().guard_int() / (n * c);
+  const int64_t c = x.sym_size(x.dim() == 1 ? 0 : 1).guard_int();
+  const int64_t n = x.dim() == 1 ? 1 : x.sym_size(0).guard_int();
+  const int64_t inner = n * c == 0 ? 0 : x.sym_numel().guard_int() / (n * c);
   const std::vector<double> w =
       in[2].defined() ? nn_util::to_doubles(in[2]) : std::vector<double>(c, 1.0);
   const Reduction r = reduction_of("nll_loss", a.i(0));
@@ -80,7 +82,7 @@ void nll_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const A
 // 1 at each non-ignored target's class, in x's shape and dtype.
 Tensor target_one_hot(const Tensor& x, const Tensor& target, int64_t ignore) {
   const int64_t class_dim = x.dim() == 1 ? 0 : 1;
-  const int64_t c = x.size(class_dim).guard_int();
+  const int64_t c = x.sym_size(class_dim).guard_int();
   std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
   shape[class_dim] = c;
   Tensor classes = arange(c, TensorOptions(kInt64)).view(SymIntList(shape));
@@ -91,7 +93,7 @@ Tensor target_one_hot(const Tensor& x, const Tensor& target, int64_t ignore) {
 // The per-class weight broadcast against x's class dim (undefined stays undefined).
 Tensor class_weight(const Tensor& w, const Tensor& x) {
   if (!w.defined() || x.dim() == 1) return w;
-  return w.view(SymIntList(nn_util::channel_shape(w.size(0).guard_int(), x.dim())));
+  return w.view(SymIntList(nn_util::channel_shape(w.sym_size(0).guard_int(), x.dim())));
 }
 
 std::vector<Tensor> nll_backward(const BackwardContext& c) {
@@ -150,8 +152,9 @@ std::vector<Tensor> nll_reference(const std::vector<Tensor>& in, const Attrs& a)
   const Tensor& x = in[0];
   const std::vector<double> xd = nn_util::to_doubles(x);
   const std::vector<int64_t> target = nn_util::to_ints(in[1]);
-  const int64_t c = x.size(x.dim() == 1 ? 0 : 1).guard_int();
-  const int64_t inner = x.dim() <= 2 ? 1 : x.numel().guard_int() / (x.size(0).guard_int() * c);
+  const int64_t c = x.sym_size(x.dim() == 1 ? 0 : 1).guard_int();
+  const int64_t inner =
+      x.dim() <= 2 ? 1 : x.sym_numel().guard_int() / (x.sym_size(0).guard_int() * c);
   std::vector<double> per(target.size(), 0.0);
   double total = 0, wsum = 0;
   for (size_t k = 0; k < target.size(); ++k) {
@@ -239,21 +242,22 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   KILN_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
              "cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
   KILN_CHECK(input.dim() >= 1, "cross_entropy: input must have at least 1 dim (C), got shape ",
-             input.sizes());
+             input.sym_sizes());
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
-  const int64_t c = input.size(class_dim).guard_int();
+  const int64_t c = input.sym_size(class_dim).guard_int();
   const Tensor logp = input.log_softmax(class_dim);
   const Tensor w_b = class_weight(weight, input);
   if (target.is_floating_point()) {  // class probabilities
-    KILN_CHECK(target.sizes() == input.sizes(),
-               "cross_entropy: expected target of the input's shape ", input.sizes(),
-               " for class probabilities, got ", target.sizes());
+    KILN_CHECK(target.sym_sizes() == input.sym_sizes(),
+               "cross_entropy: expected target of the input's shape ", input.sym_sizes(),
+               " for class probabilities, got ", target.sym_sizes());
     Tensor t = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / c : target;
     Tensor prod = logp * t;
     if (w_b.defined()) prod = prod * w_b;
     Tensor per = -prod.sum(IntArrayRef(class_dim));
     if (reduction == Reduction::Mean)
-      return per.sum() / static_cast<double>(input.numel().guard_int() / std::max<int64_t>(c, 1));
+      return per.sum() /
+             static_cast<double>(input.sym_numel().guard_int() / std::max<int64_t>(c, 1));
     return nn_util::apply_reduction(per, reduction);
   }
   auto [nll, total_weight] = nll_loss_with_total(logp, target, weight, reduction, ignore_index);

@@ -29,23 +29,23 @@ std::vector<TensorSpec> backward_meta(Slots s, const std::vector<Tensor>& in, co
   const Tensor& w = in[s.weight()];
   const int64_t k = static_cast<int64_t>(a.ints(0).size());
   KILN_CHECK(k >= 1 && x.dim() >= k, op, ": expected input of rank at least ", k,
-             " (normalized_shape ", IntArrayRef(a.ints(0)), "), got ", x.sizes());
+             " (normalized_shape ", IntArrayRef(a.ints(0)), "), got ", x.sym_sizes());
   KILN_CHECK(x.is_floating_point(), op, ": expected a floating point input, got ", x.dtype());
-  KILN_CHECK(gy.sizes() == x.sizes(), op, ": grad_out of shape ", gy.sizes(),
-             " does not match input of shape ", x.sizes());
+  KILN_CHECK(gy.sym_sizes() == x.sym_sizes(), op, ": grad_out of shape ", gy.sym_sizes(),
+             " does not match input of shape ", x.sym_sizes());
   const SymShape sizes = x.sym_sizes();
   const SymShape normalized(sizes.end() - k, sizes.end());
   for (int64_t i = 0; i < k; ++i)
-    KILN_CHECK(normalized[i] == a.ints(0)[i], op, ": input of shape ", x.sizes(),
+    KILN_CHECK(normalized[i] == a.ints(0)[i], op, ": input of shape ", x.sym_sizes(),
                " does not end with normalized_shape ", IntArrayRef(a.ints(0)));
   SymInt rows = 1;
   for (int64_t d = 0; d < x.dim() - k; ++d) rows *= sizes[d];
   for (int i = 2; i <= s.rstd(); ++i)
-    KILN_CHECK(in[i].numel() == rows, op, ": expected statistics with one value per row (", rows,
-               "), got shape ", in[i].sizes());
+    KILN_CHECK(in[i].sym_numel() == rows, op, ": expected statistics with one value per row (",
+               rows, "), got shape ", in[i].sym_sizes());
   if (w.defined())
     KILN_CHECK(w.sym_sizes() == normalized, op, ": expected weight of shape ",
-               IntArrayRef(a.ints(0)), ", got ", w.sizes());
+               IntArrayRef(a.ints(0)), ", got ", w.sym_sizes());
   std::vector<TensorSpec> out{meta::spec(x.sym_sizes(), x.dtype(), x.device())};
   const ScalarType param_dtype = w.defined() ? w.dtype() : x.dtype();
   for (int i = 1; i < s.outputs(); ++i)
@@ -59,10 +59,10 @@ void backward_kernel(Slots s, const std::vector<Tensor>& in, std::vector<Tensor>
   const Tensor mean = s.centered ? as_compute(in[2]) : Tensor();
   const Tensor rstd = as_compute(in[s.rstd()]);
   const Tensor w = in[s.weight()].defined() ? as_compute(in[s.weight()]) : Tensor();
-  const int64_t n = out[1].numel().guard_int();
-  const int64_t rows = n == 0 ? 0 : x.numel().guard_int() / n;
+  const int64_t n = out[1].sym_numel().guard_int();
+  const int64_t rows = n == 0 ? 0 : x.sym_numel().guard_int() / n;
   auto computed = [&](const Tensor& o) {
-    return o.dtype() == x.dtype() ? o : empty(o.sizes(), x.options());
+    return o.dtype() == x.dtype() ? o : empty(o.sym_sizes(), x.options());
   };
   std::vector<Tensor> result;
   for (const Tensor& o : out) result.push_back(computed(o));
@@ -111,7 +111,7 @@ std::vector<Tensor> backward_of_backward(Slots s, const BackwardContext& c) {
   Tensor& d_gy = grads[0];
   if (dg.defined()) d_gy = w.defined() ? dg * w : dg;
   if (gw.defined()) d_gy = d_gy.defined() ? d_gy + gw * h : gw * h;
-  if (gb.defined()) d_gy = d_gy.defined() ? d_gy + gb : gb.expand(gy.sizes());
+  if (gb.defined()) d_gy = d_gy.defined() ? d_gy + gb : gb.expand(gy.sym_sizes());
   if (!dh.defined()) return grads;
   grads[1] = rstd * dh;
   if (s.centered) grads[2] = -grads[1].sum(dims, true);

@@ -20,14 +20,14 @@ ScalarType stat_dtype(ScalarType t) { return t == kFloat64 ? kFloat64 : kFloat32
 // Elements per channel of each sample: the product of dims 2...
 int64_t inner_size(const Tensor& x) {
   int64_t n = 1;
-  for (int64_t d = 2; d < x.dim(); ++d) n *= x.size(d).guard_int();
+  for (int64_t d = 2; d < x.dim(); ++d) n *= x.sym_size(d).guard_int();
   return n;
 }
 
 void check_channel_param(const char* op, const char* what, const Tensor& t, const SymInt& c) {
   if (!t.defined()) return;
-  KILN_CHECK(t.dim() == 1 && t.size(0) == c, op, ": expected ", what, " of shape [", c, "], got ",
-             t.sizes());
+  KILN_CHECK(t.dim() == 1 && t.sym_size(0) == c, op, ": expected ", what, " of shape [", c,
+             "], got ", t.sym_sizes());
 }
 
 // ---- batch_norm ----
@@ -35,16 +35,16 @@ void check_channel_param(const char* op, const char* what, const Tensor& t, cons
 
 std::vector<TensorSpec> batch_norm_meta(const std::vector<Tensor>& in, const Attrs& a) {
   const Tensor& x = in[0];
-  KILN_CHECK(x.dim() >= 2, "batch_norm: expected an input of shape (N, C, *), got ", x.sizes());
+  KILN_CHECK(x.dim() >= 2, "batch_norm: expected an input of shape (N, C, *), got ", x.sym_sizes());
   KILN_CHECK(x.is_floating_point(), "batch_norm: expected a floating point input, got ", x.dtype());
-  const SymInt c = x.size(1);
+  const SymInt c = x.sym_size(1);
   const char* names[] = {"weight", "bias", "running_mean", "running_var"};
   for (int i = 1; i < 5; ++i) check_channel_param("batch_norm", names[i - 1], in[i], c);
   if (a.b(0)) {
-    SymInt per_channel = x.numel() / (c == 0 ? SymInt(1) : c);
-    KILN_CHECK(per_channel != 1 || x.numel() == 0,
+    SymInt per_channel = x.sym_numel() / (c == 0 ? SymInt(1) : c);
+    KILN_CHECK(per_channel != 1 || x.sym_numel() == 0,
                "batch_norm: Expected more than 1 value per channel when training, got input size ",
-               x.sizes());
+               x.sym_sizes());
   } else {
     KILN_CHECK(in[3].defined() && in[4].defined(),
                "batch_norm: running_mean and running_var must be defined in evaluation mode");
@@ -65,7 +65,7 @@ void batch_norm_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, 
   const bool training = a.b(0);
   const double momentum = a.f(1), eps = a.f(2);
   const Tensor x = as_compute(in[0]);
-  const int64_t n = x.size(0).guard_int(), c = x.size(1).guard_int(), inner = inner_size(x);
+  const int64_t n = x.sym_size(0).guard_int(), c = x.sym_size(1).guard_int(), inner = inner_size(x);
   std::vector<double> mean(c), var(c);
   nn_util::visit_compute(x.dtype(), "batch_norm", [&](auto tag) {
     using T = decltype(tag);
@@ -94,7 +94,7 @@ void batch_norm_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, 
     }
     const Tensor w = in[1].defined() ? as_compute(in[1]) : Tensor();
     const Tensor b = in[2].defined() ? as_compute(in[2]) : Tensor();
-    Tensor y = out[0].dtype() == x.dtype() ? out[0] : empty(out[0].sizes(), x.options());
+    Tensor y = out[0].dtype() == x.dtype() ? out[0] : empty(out[0].sym_sizes(), x.options());
     cpu::affine_normalize<T>(x.data_ptr<T>(), y.data_ptr<T>(), n * c, inner, row_mean.data(),
                              row_rstd.data(), w.defined() ? w.data_ptr<T>() : nullptr,
                              b.defined() ? b.data_ptr<T>() : nullptr, true, c);
@@ -105,7 +105,7 @@ void batch_norm_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, 
 std::vector<Tensor> batch_norm_backward(const BackwardContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& w = c.input(1);
-  const int64_t ch = x.size(1).guard_int();
+  const int64_t ch = x.sym_size(1).guard_int();
   const std::vector<int64_t> cs = channel_shape(ch, x.dim());
   const Tensor mean_b = c.output(1).view(cs);
   const Tensor rstd_b = c.output(2).view(cs);
@@ -117,7 +117,7 @@ std::vector<Tensor> batch_norm_backward(const BackwardContext& c) {
     std::vector<int64_t> dims;
     for (int64_t d = 0; d < x.dim(); ++d)
       if (d != 1) dims.push_back(d);
-    const double n = static_cast<double>(x.numel().guard_int() / std::max<int64_t>(ch, 1));
+    const double n = static_cast<double>(x.sym_numel().guard_int() / std::max<int64_t>(ch, 1));
     auto b = [&](const Tensor& t) { return t.defined() ? t.view(cs) : t; };
     if (c.needs_grad(0))
       grads[0] = nn_util::normalized_input_grad(g, xhat, rstd_b, dims, true, b(c.grad(1)),
@@ -191,24 +191,24 @@ std::vector<Tensor> batch_norm_reference(const std::vector<Tensor>& in, const At
 
 std::vector<TensorSpec> group_norm_meta(const std::vector<Tensor>& in, const Attrs& a) {
   const Tensor& x = in[0];
-  KILN_CHECK(x.dim() >= 2, "group_norm: expected an input of shape (N, C, *), got ", x.sizes());
+  KILN_CHECK(x.dim() >= 2, "group_norm: expected an input of shape (N, C, *), got ", x.sym_sizes());
   KILN_CHECK(x.is_floating_point(), "group_norm: expected a floating point input, got ", x.dtype());
   const int64_t g = a.i(0);
-  KILN_CHECK(g > 0 && x.size(1) % g == 0,
+  KILN_CHECK(g > 0 && x.sym_size(1) % g == 0,
              "group_norm: Expected number of channels in input to be divisible by num_groups, but "
              "got input of shape ",
-             x.sizes(), " and num_groups=", g);
-  check_channel_param("group_norm", "weight", in[1], x.size(1));
-  check_channel_param("group_norm", "bias", in[2], x.size(1));
+             x.sym_sizes(), " and num_groups=", g);
+  check_channel_param("group_norm", "weight", in[1], x.sym_size(1));
+  check_channel_param("group_norm", "bias", in[2], x.sym_size(1));
   const ScalarType st = stat_dtype(x.dtype());
   return {meta::spec(x.sym_sizes(), x.dtype(), x.device()),
-          meta::spec({x.size(0), SymInt(g)}, st, x.device()),
-          meta::spec({x.size(0), SymInt(g)}, st, x.device())};
+          meta::spec({x.sym_size(0), SymInt(g)}, st, x.device()),
+          meta::spec({x.sym_size(0), SymInt(g)}, st, x.device())};
 }
 
 void group_norm_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
   const Tensor x = as_compute(in[0]);
-  const int64_t n = x.size(0).guard_int(), c = x.size(1).guard_int(), g = a.i(0);
+  const int64_t n = x.sym_size(0).guard_int(), c = x.sym_size(1).guard_int(), g = a.i(0);
   const int64_t inner = inner_size(x), per_group = c / g * inner;
   nn_util::visit_compute(x.dtype(), "group_norm", [&](auto tag) {
     using T = decltype(tag);
@@ -223,7 +223,7 @@ void group_norm_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, 
     }
     const Tensor w = in[1].defined() ? as_compute(in[1]) : Tensor();
     const Tensor b = in[2].defined() ? as_compute(in[2]) : Tensor();
-    Tensor y = out[0].dtype() == x.dtype() ? out[0] : empty(out[0].sizes(), x.options());
+    Tensor y = out[0].dtype() == x.dtype() ? out[0] : empty(out[0].sym_sizes(), x.options());
     cpu::affine_normalize<T>(x.data_ptr<T>(), y.data_ptr<T>(), n * c, inner, row_mean.data(),
                              row_rstd.data(), w.defined() ? w.data_ptr<T>() : nullptr,
                              b.defined() ? b.data_ptr<T>() : nullptr, true, c);
@@ -234,7 +234,7 @@ void group_norm_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, 
 std::vector<Tensor> group_norm_backward(const BackwardContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& w = c.input(1);
-  const int64_t n = x.size(0).guard_int(), ch = x.size(1).guard_int(), g = c.attrs.i(0);
+  const int64_t n = x.sym_size(0).guard_int(), ch = x.sym_size(1).guard_int(), g = c.attrs.i(0);
   const SymShape grouped{SymInt(n), SymInt(g), SymInt(-1)};
   const Tensor mean3 = c.output(1).unsqueeze(-1);
   const Tensor rstd3 = c.output(2).unsqueeze(-1);
@@ -245,7 +245,7 @@ std::vector<Tensor> group_norm_backward(const BackwardContext& c) {
   std::vector<Tensor> grads(3);
   if (c.needs_grad(0)) {
     auto u = [](const Tensor& t) { return t.defined() ? t.unsqueeze(-1) : t; };
-    const double m = static_cast<double>(x.numel().guard_int() / std::max<int64_t>(n * g, 1));
+    const double m = static_cast<double>(x.sym_numel().guard_int() / std::max<int64_t>(n * g, 1));
     grads[0] = nn_util::normalized_input_grad(gw.reshape(grouped), xhat3, rstd3, {2}, true,
                                               u(c.grad(1)), u(c.grad(2)), m)
                    .reshape(x.sym_sizes());
@@ -398,11 +398,11 @@ Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bi
                      const Tensor& running_mean, const Tensor& running_var, bool use_input_stats,
                      double momentum, double eps) {
   KILN_CHECK(input.dim() >= 2, "instance_norm: expected an input of shape (N, C, *), got ",
-             input.sizes());
+             input.sym_sizes());
   KILN_CHECK(use_input_stats || (running_mean.defined() && running_var.defined()),
              "instance_norm: Expected running_mean and running_var to be defined when "
              "use_input_stats is false");
-  const SymInt n = input.size(0), c = input.size(1);
+  const SymInt n = input.sym_size(0), c = input.sym_size(1);
   SymShape shape = input.sym_sizes();
   shape[0] = 1;
   shape[1] = n * c;

@@ -25,14 +25,14 @@ int64_t check_normalized(const char* op, const Tensor& x, const std::vector<int6
              IntArrayRef(ns));
   KILN_CHECK(x.is_floating_point(), op, ": expected a floating point input, got ", x.dtype());
   bool ok = x.dim() >= k;
-  for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == ns[i];
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.sym_size(x.dim() - k + i) == ns[i];
   KILN_CHECK(ok, op, ": Given normalized_shape=", IntArrayRef(ns),
              ", expected an input whose last dims are ", IntArrayRef(ns),
-             ", but got input of size ", x.sizes());
+             ", but got input of size ", x.sym_sizes());
   for (const Tensor* p : {&w, &b}) {
     if (!p->defined()) continue;
-    KILN_CHECK(p->sizes() == ns, op, ": expected weight and bias of shape ", IntArrayRef(ns),
-               ", got ", p->sizes());
+    KILN_CHECK(p->sym_sizes() == ns, op, ": expected weight and bias of shape ", IntArrayRef(ns),
+               ", got ", p->sym_sizes());
   }
   return x.dim() - k;
 }
@@ -57,9 +57,9 @@ void row_norm_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, do
   const Tensor w = in[1].defined() ? as_compute(in[1]) : Tensor();
   const Tensor b = centered && in[2].defined() ? as_compute(in[2]) : Tensor();
   int64_t n = 1;
-  for (int64_t d = input.dim() - k; d < input.dim(); ++d) n *= input.size(d).guard_int();
-  const int64_t rows = n == 0 ? 0 : input.numel().guard_int() / n;
-  Tensor y = out[0].dtype() == x.dtype() ? out[0] : empty(out[0].sizes(), x.options());
+  for (int64_t d = input.dim() - k; d < input.dim(); ++d) n *= input.sym_size(d).guard_int();
+  const int64_t rows = n == 0 ? 0 : input.sym_numel().guard_int() / n;
+  Tensor y = out[0].dtype() == x.dtype() ? out[0] : empty(out[0].sym_sizes(), x.options());
   const Tensor& mean = centered ? out[1] : Tensor();
   const Tensor& rstd = centered ? out[2] : out[1];
   nn_util::visit_compute(x.dtype(), centered ? "layer_norm" : "rms_norm", [&](auto tag) {
@@ -93,7 +93,7 @@ std::vector<Tensor> row_norm_backward(const BackwardContext& c, bool centered) {
     const std::vector<int64_t> dims =
         nn_util::trailing_dims(x.dim(), static_cast<int64_t>(c.attrs.ints(0).size()));
     double n = 1;
-    for (int64_t d : dims) n *= static_cast<double>(x.size(d).guard_int());
+    for (int64_t d : dims) n *= static_cast<double>(x.sym_size(d).guard_int());
     if (grad_mean.defined()) grads[0] = grads[0] + grad_mean / n;
     if (grad_rstd.defined()) {
       const Tensor xhat = centered ? (x - c.output(1)) * rstd : x * rstd;

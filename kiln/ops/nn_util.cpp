@@ -8,17 +8,17 @@ namespace kiln::nn_util {
 const std::vector<ScalarType> kNNDtypes{kFloat64, kFloat32, kBFloat16};
 
 std::vector<double> to_doubles(const Tensor& t) {
-  Tensor c = empty(t.sizes(), TensorOptions(kFloat64));
+  Tensor c = empty(t.sym_sizes(), TensorOptions(kFloat64));
   cpu::copy(c, t);
   const double* p = c.data_ptr<double>();
-  return std::vector<double>(p, p + c.numel().guard_int());
+  return std::vector<double>(p, p + c.sym_numel().guard_int());
 }
 
 std::vector<int64_t> to_ints(const Tensor& t) {
-  Tensor c = empty(t.sizes(), TensorOptions(kInt64));
+  Tensor c = empty(t.sym_sizes(), TensorOptions(kInt64));
   cpu::copy(c, t);
   const int64_t* p = c.data_ptr<int64_t>();
-  return std::vector<int64_t>(p, p + c.numel().guard_int());
+  return std::vector<int64_t>(p, p + c.sym_numel().guard_int());
 }
 
 Tensor from_doubles(const std::vector<double>& v, std::vector<int64_t> shape) {
@@ -29,7 +29,7 @@ Tensor from_doubles(const std::vector<double>& v, std::vector<int64_t> shape) {
 
 std::vector<int64_t> concrete_sizes(const Tensor& t) {
   std::vector<int64_t> s;
-  for (const SymInt& d : t.sizes()) s.push_back(d.guard_int());
+  for (const SymInt& d : t.sym_sizes()) s.push_back(d.guard_int());
   return s;
 }
 
@@ -67,7 +67,7 @@ const char* reduction_name(Reduction r) {
 Tensor as_compute(const Tensor& t) {
   const ScalarType want = t.dtype() == kFloat64 ? kFloat64 : kFloat32;
   if (t.dtype() == want && t.is_contiguous()) return t;
-  Tensor c = empty(t.sizes(), TensorOptions(want));
+  Tensor c = empty(t.sym_sizes(), TensorOptions(want));
   cpu::copy(c, t);
   return c;
 }

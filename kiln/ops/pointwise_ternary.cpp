@@ -73,7 +73,7 @@ std::vector<TensorSpec> masked_fill_meta(const std::vector<Tensor>& in, const At
              "masked_fill: only supports boolean masks, but got mask with dtype ", mask.dtype());
   KILN_CHECK(value.dim() == 0,
              "masked_fill: only supports a 0-dimensional value tensor, but got a tensor of shape ",
-             value.sizes());
+             value.sym_sizes());
   SymShape shape = meta::broadcast_shapes("masked_fill", {self.sym_sizes(), mask.sym_sizes()});
   return {meta::spec(std::move(shape), self.dtype(), self.device())};
 }

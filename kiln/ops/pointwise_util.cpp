@@ -8,7 +8,7 @@ namespace kiln::pointwise {
 void check_nonzero_divisor(const char* op, const Tensor& divisor) {
   if (!is_integral(divisor.dtype(), /*include_bool=*/true)) return;
   Tensor d = divisor.contiguous();
-  const int64_t n = d.numel().guard_int();
+  const int64_t n = d.sym_numel().guard_int();
   bool zero = false;
   cpu::visit_integral(d.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -29,7 +29,7 @@ ReferenceFn reference_fn(ElementFn f) {
       if (t.defined()) dense.push_back(t.to(kFloat64).expand(shape).contiguous());
     Tensor out = empty(shape, kFloat64);
     double* o = out.data_ptr<double>();
-    const int64_t n = out.numel().guard_int();
+    const int64_t n = out.sym_numel().guard_int();
     std::vector<double> values(dense.size());
     for (int64_t i = 0; i < n; ++i) {
       for (size_t k = 0; k < dense.size(); ++k) values[k] = dense[k].data_ptr<double>()[i];
@@ -93,7 +93,7 @@ std::vector<OpSample> nonzero_input(std::vector<OpSample> samples, size_t k) {
     const double step = t.is_floating_point() ? 0.5 : 1;
     Tensor v = t.to(kFloat64).contiguous();
     double* p = v.data_ptr<double>();
-    for (int64_t i = 0; i < v.numel().guard_int(); ++i)
+    for (int64_t i = 0; i < v.sym_numel().guard_int(); ++i)
       p[i] = p[i] >= 0 ? p[i] + step : p[i] - step;
     t.copy_(v);
   }

@@ -47,8 +47,8 @@ std::vector<Tensor> avg_reference(const std::vector<Tensor>& in, const Attrs& a)
   const pool::Window2d w = avg_window(a);
   const SymShape s = pool::pooled_sizes("avg_pool2d", in[0], w, a.b(3));
   Tensor x = in[0].to(kFloat64).contiguous();
-  const int64_t P = (x.size(0) * x.size(1)).guard_int();
-  const int64_t H = x.size(2).guard_int(), W = x.size(3).guard_int();
+  const int64_t P = (x.sym_size(0) * x.sym_size(1)).guard_int();
+  const int64_t H = x.sym_size(2).guard_int(), W = x.sym_size(3).guard_int();
   const int64_t OH = s[2].guard_int(), OW = s[3].guard_int();
   Tensor y = empty(s, kFloat64);
   for (int64_t p = 0; p < P; ++p)
@@ -101,8 +101,8 @@ pool::Taps adaptive_taps(const Attrs&, int, int64_t in, int64_t out) {
 std::vector<Tensor> adaptive_reference(const std::vector<Tensor>& in, const Attrs& a) {
   Tensor x = in[0].to(kFloat64).contiguous();
   const V o = a.ints(0);
-  const int64_t N = x.size(0).guard_int(), C = x.size(1).guard_int();
-  const int64_t H = x.size(2).guard_int(), W = x.size(3).guard_int();
+  const int64_t N = x.sym_size(0).guard_int(), C = x.sym_size(1).guard_int();
+  const int64_t H = x.sym_size(2).guard_int(), W = x.sym_size(3).guard_int();
   Tensor y = empty({N, C, o[0], o[1]}, kFloat64);
   for (int64_t p = 0; p < N * C; ++p)
     for (int64_t oh = 0; oh < o[0]; ++oh)
@@ -125,7 +125,7 @@ SymShape adaptive_sizes(const char* op, const Tensor& input, const Attrs& a) {
   const V o = a.ints(0);
   KILN_CHECK(o.size() == 2 && o[0] >= 0 && o[1] >= 0, op,
              ": output_size must be 2 non-negative values, got ", IntArrayRef(o));
-  return {input.size(0), input.size(1), o[0], o[1]};
+  return {input.sym_size(0), input.sym_size(1), o[0], o[1]};
 }
 
 [[maybe_unused]] const bool kAvgPool = pool::register_separable({

@@ -26,12 +26,12 @@ void apply(const SeparableDef& def, const Attrs& a, const Tensor& src, Tensor& d
   const Tensor s = to_compute(src);
   const Tensor& big = adjoint ? dst : s;    // the input side [.., H, W]
   const Tensor& small = adjoint ? s : dst;  // the output side [.., OH, OW]
-  const int64_t H = big.size(2).guard_int(), W = big.size(3).guard_int();
-  const int64_t OH = small.size(2).guard_int(), OW = small.size(3).guard_int();
+  const int64_t H = big.sym_size(2).guard_int(), W = big.sym_size(3).guard_int();
+  const int64_t OH = small.sym_size(2).guard_int(), OW = small.sym_size(3).guard_int();
   const Taps th = def.taps(a, 0, H, OH), tw = def.taps(a, 1, W, OW);
   KILN_CHECK(th.outputs() == OH && tw.outputs() == OW, "internal: ", def.name,
              ": tap count mismatch");
-  const int64_t planes = s.size(0).guard_int() * s.size(1).guard_int();
+  const int64_t planes = s.sym_size(0).guard_int() * s.sym_size(1).guard_int();
   compute_into(dst, [&](Tensor& r) {
     visit_compute(r.dtype(), [&]<class T>(T) {
       const T* ps = s.data_ptr<T>();
@@ -70,11 +70,11 @@ std::vector<Tensor> adjoint_reference(const SeparableDef& def, const std::vector
   Tensor g = in[0].to(kFloat64).contiguous();
   Tensor out = zeros(sizes, kFloat64);
   Tensor e = zeros(sizes, kFloat64);
-  for (int64_t j = 0; j < out.numel(); ++j) {
+  for (int64_t j = 0; j < out.sym_numel(); ++j) {
     e.data_ptr<double>()[j] = 1;
     Tensor y = def.reference({e}, fa)[0].contiguous();
     double dot = 0;
-    for (int64_t k = 0; k < y.numel(); ++k)
+    for (int64_t k = 0; k < y.sym_numel(); ++k)
       dot += y.data_ptr<double>()[k] * g.data_ptr<double>()[k];
     out.data_ptr<double>()[j] = dot;
     e.data_ptr<double>()[j] = 0;
@@ -135,12 +135,12 @@ bool register_separable(const SeparableDef& def) {
       .meta([def](const std::vector<Tensor>& in, const Attrs& a) {
         const SymShape sizes = a.shape(a.size() - 1);
         KILN_CHECK(sizes.size() == 4 && in[0].dim() == 4, def.name,
-                   "_backward: expected a 4-D gradient and input sizes, got ", in[0].sizes(),
+                   "_backward: expected a 4-D gradient and input sizes, got ", in[0].sym_sizes(),
                    " and ", sizes);
         const SymShape expected =
             def.output_sizes(empty_meta(sizes, in[0].dtype()), without_sizes(a));
         KILN_CHECK(in[0].sym_sizes() == expected, def.name, "_backward: expected a gradient of ",
-                   "size ", expected, ", but got ", in[0].sizes());
+                   "size ", expected, ", but got ", in[0].sym_sizes());
         return meta::one_spec(sizes, in[0].dtype(), in[0].device());
       })
       .cpu([def](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {

@@ -38,9 +38,9 @@ void window_max(const T* plane, int64_t width, pool::Span h, pool::Span w, T* va
 template <class SpanFn>
 void max_pool_kernel(const Tensor& input, Tensor& values, Tensor& indices, const SpanFn& span) {
   const Tensor x = pool::to_compute(input);
-  const int64_t H = x.size(2).guard_int(), W = x.size(3).guard_int();
-  const int64_t OH = values.size(2).guard_int(), OW = values.size(3).guard_int();
-  const int64_t planes = x.size(0).guard_int() * x.size(1).guard_int();
+  const int64_t H = x.sym_size(2).guard_int(), W = x.sym_size(3).guard_int();
+  const int64_t OH = values.sym_size(2).guard_int(), OW = values.sym_size(3).guard_int();
+  const int64_t planes = x.sym_size(0).guard_int() * x.sym_size(1).guard_int();
   // The windows are the same in every plane: computed once, not per output element.
   std::vector<pool::Span> rows(OH), cols(OW);
   for (int64_t oh = 0; oh < OH; ++oh) rows[oh] = span(0, oh);
@@ -80,8 +80,8 @@ std::vector<Tensor> reference_max(const Tensor& input, int64_t OH, int64_t OW,
                                   const std::function<pool::Span(int, int64_t)>& span) {
   // Direct loops over every position with the -inf/NaN rule, on float64.
   Tensor x = input.to(kFloat64).contiguous();
-  const int64_t N = x.size(0).guard_int(), C = x.size(1).guard_int();
-  const int64_t H = x.size(2).guard_int(), W = x.size(3).guard_int();
+  const int64_t N = x.sym_size(0).guard_int(), C = x.sym_size(1).guard_int();
+  const int64_t H = x.sym_size(2).guard_int(), W = x.sym_size(3).guard_int();
   Tensor v = empty({N, C, OH, OW}, kFloat64), idx = empty({N, C, OH, OW}, kInt64);
   for (int64_t p = 0; p < N * C; ++p)
     for (int64_t oh = 0; oh < OH; ++oh)
@@ -133,7 +133,7 @@ KILN_REGISTER_OP(max_pool2d_with_indices)
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const pool::Window2d w = max_window(a);
-      const int64_t H = in[0].size(2).guard_int(), W = in[0].size(3).guard_int();
+      const int64_t H = in[0].sym_size(2).guard_int(), W = in[0].sym_size(3).guard_int();
       max_pool_kernel(in[0], out[0], out[1], [&](int d, int64_t o) {
         return pool::pool_span(o, d == 0 ? H : W, w.kernel[d], w.pad[d], w.stride[d],
                                w.dilation[d]);
@@ -155,7 +155,7 @@ KILN_REGISTER_OP(max_pool2d_with_indices)
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const pool::Window2d w = max_window(a);
       SymShape s = pool::pooled_sizes("max_pool2d_with_indices", in[0], w, a.b(4));
-      const int64_t H = in[0].size(2).guard_int(), W = in[0].size(3).guard_int();
+      const int64_t H = in[0].sym_size(2).guard_int(), W = in[0].sym_size(3).guard_int();
       return reference_max(in[0], s[2].guard_int(), s[3].guard_int(), [&](int d, int64_t o) {
         const int64_t n = d == 0 ? H : W;
         const int64_t start = o * w.stride[d] - w.pad[d];
@@ -177,12 +177,12 @@ KILN_REGISTER_OP(adaptive_max_pool2d)
       KILN_CHECK(o.size() == 2 && o[0] > 0 && o[1] > 0,
                  "adaptive_max_pool2d: output_size must be 2 positive values, got ",
                  IntArrayRef(o));
-      SymShape s = {in[0].size(0), in[0].size(1), o[0], o[1]};
+      SymShape s = {in[0].sym_size(0), in[0].sym_size(1), o[0], o[1]};
       return std::vector<TensorSpec>{meta::spec(s, in[0].dtype(), in[0].device()),
                                      index_spec(s, in[0])};
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-      const int64_t sizes[2] = {in[0].size(2).guard_int(), in[0].size(3).guard_int()};
+      const int64_t sizes[2] = {in[0].sym_size(2).guard_int(), in[0].sym_size(3).guard_int()};
       const std::vector<int64_t> o = a.ints(0);
       max_pool_kernel(in[0], out[0], out[1],
                       [&](int d, int64_t i) { return pool::adaptive_span(i, sizes[d], o[d]); });
@@ -209,7 +209,7 @@ KILN_REGISTER_OP(adaptive_max_pool2d)
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const std::vector<int64_t> o = a.ints(0);
-      const int64_t sizes[2] = {in[0].size(2).guard_int(), in[0].size(3).guard_int()};
+      const int64_t sizes[2] = {in[0].sym_size(2).guard_int(), in[0].sym_size(3).guard_int()};
       return reference_max(in[0], o[0], o[1], [&](int d, int64_t i) {
         const double start = std::floor(static_cast<double>(i * sizes[d]) / o[d]);
         const double end = std::ceil(static_cast<double>((i + 1) * sizes[d]) / o[d]);
@@ -226,15 +226,15 @@ KILN_REGISTER_OP(max_pool_backward)
       KILN_CHECK(
           in[0].dim() == 4 && in[1].dtype() == kInt64 && in[0].sym_sizes() == in[1].sym_sizes(),
           "max_pool_backward: expected grad and int64 indices of one 4-D shape, got ",
-          in[0].sizes(), " and ", in[1].sizes());
+          in[0].sym_sizes(), " and ", in[1].sym_sizes());
       return meta::one_spec(a.shape(0), in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       const Tensor g = pool::to_compute(in[0]);
       const Tensor idx = in[1].contiguous();
-      const int64_t plane_in = out[0].size(2).guard_int() * out[0].size(3).guard_int();
-      const int64_t plane_out = g.size(2).guard_int() * g.size(3).guard_int();
-      const int64_t planes = g.size(0).guard_int() * g.size(1).guard_int();
+      const int64_t plane_in = out[0].sym_size(2).guard_int() * out[0].sym_size(3).guard_int();
+      const int64_t plane_out = g.sym_size(2).guard_int() * g.sym_size(3).guard_int();
+      const int64_t planes = g.sym_size(0).guard_int() * g.sym_size(1).guard_int();
       pool::compute_into(out[0], [&](Tensor& r) {
         pool::visit_compute(r.dtype(), [&]<class T>(T) {
           const T* pg = g.data_ptr<T>();
@@ -279,9 +279,9 @@ KILN_REGISTER_OP(max_pool_backward)
       Tensor r = zeros(a.shape(0), kFloat64);
       Tensor g = in[0].to(kFloat64).contiguous();
       Tensor idx = in[1].contiguous();
-      const int64_t pin = r.numel() / (r.size(0) * r.size(1)).guard_int();
-      const int64_t pout = g.numel() / (g.size(0) * g.size(1)).guard_int();
-      for (int64_t j = 0; j < g.numel(); ++j)
+      const int64_t pin = r.sym_numel() / (r.sym_size(0) * r.sym_size(1)).guard_int();
+      const int64_t pout = g.sym_numel() / (g.sym_size(0) * g.sym_size(1)).guard_int();
+      for (int64_t j = 0; j < g.sym_numel(); ++j)
         r.data_ptr<double>()[j / pout * pin + idx.data_ptr<int64_t>()[j]] +=
             g.data_ptr<double>()[j];
       return std::vector<Tensor>{r};
@@ -293,16 +293,16 @@ KILN_REGISTER_OP(max_pool_gather)
     .schema("max_pool_gather(Tensor self, Tensor indices) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
       KILN_CHECK(in[0].dim() == 4 && in[1].dim() == 4 && in[1].dtype() == kInt64,
-                 "max_pool_gather: expected a 4-D input and 4-D int64 indices, got ", in[0].sizes(),
-                 " and ", in[1].sizes());
+                 "max_pool_gather: expected a 4-D input and 4-D int64 indices, got ",
+                 in[0].sym_sizes(), " and ", in[1].sym_sizes());
       return meta::one_spec(in[1].sym_sizes(), in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       const Tensor x = pool::to_compute(in[0]);
       const Tensor idx = in[1].contiguous();
-      const int64_t plane_in = x.size(2).guard_int() * x.size(3).guard_int();
-      const int64_t plane_out = idx.size(2).guard_int() * idx.size(3).guard_int();
-      const int64_t planes = idx.size(0).guard_int() * idx.size(1).guard_int();
+      const int64_t plane_in = x.sym_size(2).guard_int() * x.sym_size(3).guard_int();
+      const int64_t plane_out = idx.sym_size(2).guard_int() * idx.sym_size(3).guard_int();
+      const int64_t planes = idx.sym_size(0).guard_int() * idx.sym_size(1).guard_int();
       pool::compute_into(out[0], [&](Tensor& r) {
         pool::visit_compute(r.dtype(), [&]<class T>(T) {
           const T* px = x.data_ptr<T>();
@@ -345,9 +345,9 @@ KILN_REGISTER_OP(max_pool_gather)
       Tensor x = in[0].to(kFloat64).contiguous();
       Tensor idx = in[1].contiguous();
       Tensor r = empty(idx.sym_sizes(), kFloat64);
-      const int64_t pin = x.numel() / (x.size(0) * x.size(1)).guard_int();
-      const int64_t pout = r.numel() / (r.size(0) * r.size(1)).guard_int();
-      for (int64_t j = 0; j < r.numel(); ++j)
+      const int64_t pin = x.sym_numel() / (x.sym_size(0) * x.sym_size(1)).guard_int();
+      const int64_t pout = r.sym_numel() / (r.sym_size(0) * r.sym_size(1)).guard_int();
+      for (int64_t j = 0; j < r.sym_numel(); ++j)
         r.data_ptr<double>()[j] = x.data_ptr<double>()[j / pout * pin + idx.data_ptr<int64_t>()[j]];
       return std::vector<Tensor>{r};
     })

@@ -16,9 +16,10 @@ SymInt output_size(const SymInt& in, int64_t kernel, int64_t pad, int64_t stride
 }
 
 void check_input(const char* op, const Tensor& input) {
-  KILN_CHECK(input.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got ", input.sizes());
-  KILN_CHECK(input.size(2) > 0 && input.size(3) > 0, op,
-             ": expected input with non-zero spatial dims, but got input of size ", input.sizes());
+  KILN_CHECK(input.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got ", input.sym_sizes());
+  KILN_CHECK(input.sym_size(2) > 0 && input.sym_size(3) > 0, op,
+             ": expected input with non-zero spatial dims, but got input of size ",
+             input.sym_sizes());
   KILN_CHECK(is_floating_point(input.dtype()), op, ": expected a floating point input, got ",
              input.dtype());
 }
@@ -125,13 +126,13 @@ Window2d window2d(const char* op, IntArrayRef kernel, IntArrayRef stride, IntArr
 
 SymShape pooled_sizes(const char* op, const Tensor& input, const Window2d& w, bool ceil_mode) {
   check_input(op, input);
-  SymShape out = {input.size(0), input.size(1)};
+  SymShape out = {input.sym_size(0), input.sym_size(1)};
   for (int i = 0; i < 2; ++i)
-    out.push_back(output_size(input.size(i + 2), w.kernel[i], w.pad[i], w.stride[i], w.dilation[i],
-                              ceil_mode));
-  KILN_CHECK(out[2] > 0 && out[3] > 0, op, ": given input size: (", input.size(1), "x",
-             input.size(2), "x", input.size(3), "). Calculated output size: (", input.size(1), "x",
-             out[2], "x", out[3], "). Output size is too small");
+    out.push_back(output_size(input.sym_size(i + 2), w.kernel[i], w.pad[i], w.stride[i],
+                              w.dilation[i], ceil_mode));
+  KILN_CHECK(out[2] > 0 && out[3] > 0, op, ": given input size: (", input.sym_size(1), "x",
+             input.sym_size(2), "x", input.sym_size(3), "). Calculated output size: (",
+             input.sym_size(1), "x", out[2], "x", out[3], "). Output size is too small");
   return out;
 }
 
@@ -139,7 +140,7 @@ std::vector<Tensor> as_4d(const char* op, const Tensor& input, bool one_d,
                           const std::function<std::vector<Tensor>(const Tensor&)>& f) {
   const int64_t batched = one_d ? 3 : 4;
   KILN_CHECK(input.dim() == batched || input.dim() == batched - 1, op, ": expected ", batched - 1,
-             "D or ", batched, "D input, but got input of size: ", input.sizes());
+             "D or ", batched, "D input, but got input of size: ", input.sym_sizes());
   Tensor x = input.dim() == batched ? input : input.unsqueeze(0);
   if (one_d) x = x.unsqueeze(2);
   std::vector<Tensor> outs = f(x);

@@ -26,7 +26,7 @@ constexpr int uniform_digits() {
 // Uniform on [from, to). Rounding u * (to - from) + from to T can reach `to`; that value
 // becomes `from`, as PyTorch's CUDA kernel does.
 void uniform_kernel(const Tensor& out, double from, double to, Generator* gen) {
-  const int64_t n = out.numel().guard_int();
+  const int64_t n = out.sym_numel().guard_int();
   cpu::visit_floating(out.dtype(), "uniform_", [&](auto tag) {
     using T = decltype(tag);
     using C = cpu::compute_t<T>;
@@ -48,7 +48,7 @@ void uniform_kernel(const Tensor& out, double from, double to, Generator* gen) {
 
 // Box-Muller on element pairs: see Note [Random streams].
 void normal_kernel(const Tensor& out, double mean, double std, Generator* gen) {
-  const int64_t n = out.numel().guard_int();
+  const int64_t n = out.sym_numel().guard_int();
   cpu::visit_floating(out.dtype(), "normal_", [&](auto tag) {
     using T = decltype(tag);
     using C = cpu::compute_t<T>;
@@ -68,7 +68,7 @@ void normal_kernel(const Tensor& out, double mean, double std, Generator* gen) {
 }
 
 void exponential_kernel(const Tensor& out, double lambd, Generator* gen) {
-  const int64_t n = out.numel().guard_int();
+  const int64_t n = out.sym_numel().guard_int();
   cpu::visit_floating(out.dtype(), "exponential_", [&](auto tag) {
     using T = decltype(tag);
     using C = cpu::compute_t<T>;

@@ -62,7 +62,7 @@ void fill_row_major(const Tensor& out, const Fill& fill) {
     fill(static_cast<T*>(out.data_ptr()));
     return;
   }
-  Tensor tmp = empty(out.sizes(), out.options());
+  Tensor tmp = empty(out.sym_sizes(), out.options());
   fill(static_cast<T*>(tmp.data_ptr()));
   cpu::copy(out, tmp);
 }

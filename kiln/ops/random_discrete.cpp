@@ -20,7 +20,7 @@ void check_range(const char* op, int64_t from, int64_t to, ScalarType dtype) {
 
 // from + (bits mod (to - from)), with 32 bits per element when the range fits, else 64.
 void random_kernel(const Tensor& out, int64_t from, int64_t to, Generator* gen) {
-  const int64_t n = out.numel().guard_int();
+  const int64_t n = out.sym_numel().guard_int();
   const uint64_t range = static_cast<uint64_t>(to) - static_cast<uint64_t>(from);
   const int w = range <= (uint64_t{1} << 32) ? 1 : 2;
   cpu::visit_all(out.dtype(), "random_", [&](auto tag) {
@@ -44,7 +44,7 @@ void random_kernel(const Tensor& out, int64_t from, int64_t to, Generator* gen) 
 
 // 1 where u < p. Scalar p: the uniforms have self's precision (53 bits for float64, else 24).
 void bernoulli_scalar_kernel(const Tensor& out, double p, Generator* gen) {
-  const int64_t n = out.numel().guard_int();
+  const int64_t n = out.sym_numel().guard_int();
   const bool wide = out.dtype() == kFloat64;
   const int w = wide ? 2 : 1;
   const PhiloxStream s = random_cpu::reserve(gen, out.device(), n, w);
@@ -63,7 +63,7 @@ void bernoulli_scalar_kernel(const Tensor& out, double p, Generator* gen) {
 
 // Tensor p: the uniforms have p's precision.
 void bernoulli_tensor_kernel(const Tensor& out, const Tensor& probs, Generator* gen) {
-  const int64_t n = out.numel().guard_int();
+  const int64_t n = out.sym_numel().guard_int();
   Tensor p = probs.contiguous();
   cpu::visit_floating(p.dtype(), "bernoulli", [&](auto tag) {
     using T = decltype(tag);

@@ -47,7 +47,8 @@ struct ProbRows {
 };
 ProbRows read_probs(const Tensor& probs) {
   Tensor pd = probs.to(kFloat64).contiguous();
-  ProbRows r{probs.dim() == 2 ? probs.size(0).guard_int() : 1, probs.size(-1).guard_int(), {}};
+  ProbRows r{
+      probs.dim() == 2 ? probs.sym_size(0).guard_int() : 1, probs.sym_size(-1).guard_int(), {}};
   const double* d = pd.data_ptr<double>();
   r.p.assign(d, d + r.rows * r.cats);
   for (int64_t i = 0; i < r.rows; ++i) {
@@ -170,14 +171,14 @@ KILN_REGISTER_OP(multinomial)
       KILN_CHECK(is_floating_point(p.dtype()),
                  "multinomial: only supports floating-point dtypes for input, got: ", p.dtype());
       KILN_CHECK(p.dim() == 1 || p.dim() == 2, "multinomial: prob_dist must be 1 or 2 dim, got ",
-                 p.dim(), " dims (shape ", p.sizes(), ")");
+                 p.dim(), " dims (shape ", p.sym_sizes(), ")");
       KILN_CHECK(samples > 0, "multinomial: cannot sample n_sample <= 0 samples (got ", samples,
                  ")");
-      KILN_CHECK(a.b(1) || samples <= p.size(-1),
+      KILN_CHECK(a.b(1) || samples <= p.sym_size(-1),
                  "multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
                  "replacement (got ",
-                 samples, " > ", p.size(-1), ")");
-      SymShape size = p.dim() == 2 ? SymShape{p.size(0), samples} : SymShape{samples};
+                 samples, " > ", p.sym_size(-1), ")");
+      SymShape size = p.dim() == 2 ? SymShape{p.sym_size(0), samples} : SymShape{samples};
       return meta::one_spec(size, kInt64, p.device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {

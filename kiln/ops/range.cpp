@@ -16,7 +16,7 @@ namespace {
 // out[i] = value(i) (a double or int64) for a fresh contiguous output, in parallel.
 template <class F>
 void fill_indexed(const Tensor& out, const char* op, const F& value) {
-  const int64_t n = out.numel().guard_int();
+  const int64_t n = out.sym_numel().guard_int();
   cpu::visit_numeric(out.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     T* data = static_cast<T*>(out.data_ptr());

@@ -107,7 +107,7 @@ void register_extreme(const char* op, bool has_dims) {
         if (!has_dims) {  // max() / min(): every sample reduces all dims
           std::vector<OpSample> full;
           for (auto& x : s)
-            if (x.inputs[0].numel() > 0) full.push_back({x.inputs, {}, x.desc});
+            if (x.inputs[0].sym_numel() > 0) full.push_back({x.inputs, {}, x.desc});
           return full;
         }
         return s;
@@ -121,7 +121,7 @@ void register_extreme(const char* op, bool has_dims) {
         if (has_dims) return s;
         std::vector<OpErrorSample> full;  // max() / min(): only an empty input fails
         for (auto& x : s)
-          if (x.inputs[0].numel() == 0 && x.attrs.ints(0).empty())
+          if (x.inputs[0].sym_numel() == 0 && x.attrs.ints(0).empty())
             full.push_back({x.inputs, {}, x.expected, x.desc});
         return full;
       })
@@ -163,7 +163,7 @@ void arg_kernel(const char* op, const Tensor& x, int64_t dim, const Tensor* valu
 Tensor index_backward(const Tensor& grad, const Tensor& x, const Tensor& indices, int64_t dim,
                       bool keepdim) {
   if (x.dim() == 0) return grad;
-  const int64_t n = x.size(dim).guard_int();
+  const int64_t n = x.sym_size(dim).guard_int();
   std::vector<int64_t> positions(n);
   for (int64_t i = 0; i < n; ++i) positions[i] = i;
   SymShape shape(x.dim(), SymInt(1));
@@ -254,7 +254,7 @@ void register_arg(const char* op) {
           return;
         }
         // No dim: the index into the flattened (row-major) tensor.
-        Tensor flat = x.contiguous().reshape({x.numel()});
+        Tensor flat = x.contiguous().reshape({x.sym_numel()});
         arg_kernel<kMax>(op, flat, 0, nullptr, out[0]);
       })
       .samples([](ScalarType dt) {

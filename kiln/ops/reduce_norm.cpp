@@ -217,11 +217,11 @@ KILN_REGISTER_OP(norm)
       NormArgs n = norm_args(x, a);
       if (n.p < 0 || std::isinf(n.p)) {
         for (int64_t d : n.dims) {
-          auto size = x.size(d).maybe_int();
+          auto size = x.sym_size(d).maybe_int();
           KILN_CHECK(!size || *size != 0, "norm: cannot compute the ", n.p,
                      " norm on an empty tensor because the operation does not have an identity "
                      "(dim ",
-                     d, " of the input ", x.sizes(), " is empty)");
+                     d, " of the input ", x.sym_sizes(), " is empty)");
         }
       }
       return meta::one_spec(reduce::reduced_shape(x, n.dims, n.keepdim), dt ? *dt : x.dtype(),

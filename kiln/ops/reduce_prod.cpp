@@ -36,7 +36,7 @@ const OpDef& op_prod() {
 // zero everywhere else.
 Tensor prod_backward(const Tensor& grad, const Tensor& x, const Tensor& result,
                      const std::vector<int64_t>& dims, bool keepdim) {
-  if (x.numel() == 0) return zeros_like(x);
+  if (x.sym_numel() == 0) return zeros_like(x);
   Tensor g = reduce::with_kept_dims(grad, x, dims, keepdim);
   Tensor r = reduce::with_kept_dims(result, x, dims, keepdim);
   Tensor zero = x.eq(0);

@@ -29,7 +29,7 @@ SymShape reduced_shape(const Tensor& x, const std::vector<int64_t>& dims, bool k
   for (int64_t d = 0; d < x.dim(); ++d) {
     bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
     if (!reduced)
-      out.push_back(x.size(d));
+      out.push_back(x.sym_size(d));
     else if (keepdim)
       out.push_back(1);
   }
@@ -38,7 +38,7 @@ SymShape reduced_shape(const Tensor& x, const std::vector<int64_t>& dims, bool k
 
 int64_t reduced_count(const Tensor& x, const std::vector<int64_t>& dims) {
   int64_t n = 1;
-  for (int64_t d : dims) n *= x.size(d).guard_int();
+  for (int64_t d : dims) n *= x.sym_size(d).guard_int();
   return n;
 }
 
@@ -46,7 +46,7 @@ void check_nonempty(const char* op, const Tensor& x, const std::vector<int64_t>&
                     bool dims_given) {
   // Symbolic sizes are not specialised here: a size that is not known to be 0 passes.
   for (int64_t d = 0; d < x.dim(); ++d) {
-    auto n = x.size(d).maybe_int();
+    auto n = x.sym_size(d).maybe_int();
     if (!n || *n != 0) continue;
     KILN_CHECK(dims_given, op,
                ": Expected reduction dim to be specified for input.numel() == 0. Specify the "
@@ -143,14 +143,14 @@ int64_t group_of(int64_t i, const std::vector<int64_t>& sizes, const std::vector
 Tensor reference(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim,
                  const std::function<double(const std::vector<double>&)>& f) {
   Tensor xd = x.to(kFloat64).contiguous();
-  const std::vector<int64_t> sizes = x.sizes().vec();
+  const std::vector<int64_t> sizes = x.sym_sizes().vec();
   std::vector<int64_t> keep = sizes;
   for (int64_t d : dims) keep[d] = 1;
   int64_t groups = 1;
   for (int64_t n : keep) groups *= n;
   std::vector<std::vector<double>> values(groups);
   const double* p = xd.data_ptr<double>();
-  for (int64_t i = 0; i < xd.numel(); ++i) values[group_of(i, sizes, keep)].push_back(p[i]);
+  for (int64_t i = 0; i < xd.sym_numel(); ++i) values[group_of(i, sizes, keep)].push_back(p[i]);
   Tensor out = empty(reduced_shape(x, dims, keepdim), kFloat64);
   double* o = out.data_ptr<double>();
   for (int64_t g = 0; g < groups; ++g) o[g] = f(values[g]);
@@ -160,7 +160,7 @@ Tensor reference(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim
 Tensor reference_along(const Tensor& x, int64_t dim,
                        const std::function<std::vector<double>(const std::vector<double>&)>& f) {
   Tensor xd = x.to(kFloat64).contiguous();
-  const std::vector<int64_t> sizes = x.sizes().vec();
+  const std::vector<int64_t> sizes = x.sym_sizes().vec();
   std::vector<int64_t> keep = sizes;
   if (!keep.empty()) keep[dim] = 1;
   int64_t groups = 1;
@@ -168,7 +168,7 @@ Tensor reference_along(const Tensor& x, int64_t dim,
   std::vector<std::vector<double>> values(groups);
   std::vector<std::vector<int64_t>> where(groups);
   const double* p = xd.data_ptr<double>();
-  for (int64_t i = 0; i < xd.numel(); ++i) {
+  for (int64_t i = 0; i < xd.sym_numel(); ++i) {
     const int64_t g = group_of(i, sizes, keep);
     values[g].push_back(p[i]);
     where[g].push_back(i);

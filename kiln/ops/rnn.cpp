@@ -31,22 +31,23 @@ SymDims check_operands(RnnCell cell, const Operands& o, bool backward) {
   const std::string op = entry_name(cell, backward);
   const int64_t g = cpu::rnn_gates(cell);
   const Tensor& x = o.x;
-  KILN_CHECK(x.dim() == 3, op, ": expected input of shape [T, N, input_size], got ", x.sizes());
+  KILN_CHECK(x.dim() == 3, op, ": expected input of shape [T, N, input_size], got ", x.sym_sizes());
   KILN_CHECK(x.is_floating_point(), op, ": expected a floating point input, got ", x.dtype());
-  KILN_CHECK(o.w_ih.dim() == 2 && o.w_ih.size(0) % g == 0, op, ": expected w_ih of shape [", g,
-             "*hidden_size, input_size], got ", o.w_ih.sizes());
-  SymDims d{x.size(0), x.size(1), x.size(2), o.w_ih.size(0) / g, o.w_ih.size(0) / g};
-  KILN_CHECK(o.w_ih.size(1) == d.I, op, ": input size mismatch: input ", x.sizes(), " has ", d.I,
-             " features but w_ih ", o.w_ih.sizes(), " expects ", o.w_ih.size(1));
+  KILN_CHECK(o.w_ih.dim() == 2 && o.w_ih.sym_size(0) % g == 0, op, ": expected w_ih of shape [", g,
+             "*hidden_size, input_size], got ", o.w_ih.sym_sizes());
+  SymDims d{x.sym_size(0), x.sym_size(1), x.sym_size(2), o.w_ih.sym_size(0) / g,
+            o.w_ih.sym_size(0) / g};
+  KILN_CHECK(o.w_ih.sym_size(1) == d.I, op, ": input size mismatch: input ", x.sym_sizes(), " has ",
+             d.I, " features but w_ih ", o.w_ih.sym_sizes(), " expects ", o.w_ih.sym_size(1));
   if (o.w_hr.defined()) {
-    KILN_CHECK(o.w_hr.dim() == 2 && o.w_hr.size(1) == d.H, op,
-               ": expected w_hr of shape [proj_size, ", d.H, "], got ", o.w_hr.sizes());
-    d.P = o.w_hr.size(0);
+    KILN_CHECK(o.w_hr.dim() == 2 && o.w_hr.sym_size(1) == d.H, op,
+               ": expected w_hr of shape [proj_size, ", d.H, "], got ", o.w_hr.sym_sizes());
+    d.P = o.w_hr.sym_size(0);
   }
   auto expect = [&](const Tensor& t, const char* what, SymShape shape) {
     if (!t.defined()) return;
-    KILN_CHECK(t.sizes() == SymIntArrayRef(shape), op, ": expected ", what, " of shape ",
-               SymIntArrayRef(shape), ", got ", t.sizes());
+    KILN_CHECK(t.sym_sizes() == SymIntArrayRef(shape), op, ": expected ", what, " of shape ",
+               SymIntArrayRef(shape), ", got ", t.sym_sizes());
     KILN_CHECK(t.dtype() == x.dtype(), op, ": expected ", what, " of dtype ", x.dtype(),
                " (the input's), got ", t.dtype());
   };
@@ -82,19 +83,19 @@ std::vector<TensorSpec> backward_meta(RnnCell cell, const std::vector<Tensor>& i
   const SymShape y_shape{d.T, d.N, d.P};
   const SymShape grad_shapes[] = {y_shape, {d.N, d.P}, {d.N, d.H}};
   for (size_t i = 0; i < k; ++i) {
-    KILN_CHECK(!in[i].defined() || in[i].sizes() == SymIntArrayRef(grad_shapes[i]), op,
+    KILN_CHECK(!in[i].defined() || in[i].sym_sizes() == SymIntArrayRef(grad_shapes[i]), op,
                ": expected the gradient of output ", i, " of shape ",
-               SymIntArrayRef(grad_shapes[i]), ", got ", in[i].sizes());
+               SymIntArrayRef(grad_shapes[i]), ", got ", in[i].sym_sizes());
   }
   const Tensor& y = in[k + rnn_util::num_inputs(cell)];
-  KILN_CHECK(y.sizes() == SymIntArrayRef(y_shape), op, ": expected the output of shape ",
-             SymIntArrayRef(y_shape), ", got ", y.sizes());
+  KILN_CHECK(y.sym_sizes() == SymIntArrayRef(y_shape), op, ": expected the output of shape ",
+             SymIntArrayRef(y_shape), ", got ", y.sym_sizes());
   const ScalarType dt = o.x.dtype();
   const Device dev = o.x.device();
   const SymInt gh = d.H * cpu::rnn_gates(cell);
   std::vector<TensorSpec> out;
   for (const Tensor& t : rnn_util::to_inputs(cell, o)) {
-    out.push_back(meta::spec(t.defined() ? t.sym_sizes() : SymShape{0}, dt, dev));
+    out.push_back(meta::spec(t.defined() ? t.sym_sizes().sym_vec() : SymShape{0}, dt, dev));
   }
   // Gradients of absent biases still have the bias's shape (unused by autograd).
   const size_t b_ih = rnn_util::is_lstm(cell) ? 5 : 4;
@@ -130,7 +131,7 @@ cpu::RnnWeights<T> weights_of(const Operands& c) {
 std::vector<Tensor> compute_outputs(const std::vector<Tensor>& out, ScalarType ct) {
   std::vector<Tensor> c;
   for (const Tensor& t : out)
-    c.push_back(t.dtype() == ct ? t : empty(t.sizes(), TensorOptions(ct)));
+    c.push_back(t.dtype() == ct ? t : empty(t.sym_sizes(), TensorOptions(ct)));
   return c;
 }
 void store_all(std::vector<Tensor>& out, const std::vector<Tensor>& computed) {
@@ -227,34 +228,35 @@ std::vector<OpErrorSample> error_samples(RnnCell cell, bool backward) {
   const std::vector<int64_t> xs = nn_util::concrete_sizes(o.x);
   Operands c = o;
   c.x = o.x.select(1, 0);
-  add(c, detail::str_cat("expected input of shape [T, N, input_size], got ", c.x.sizes()),
+  add(c, detail::str_cat("expected input of shape [T, N, input_size], got ", c.x.sym_sizes()),
       "input of rank 2");
   c = o;
   c.x = o.x.to(kInt64);
   add(c, "expected a floating point input, got int64", "integer input");
   c = o;
   c.w_ih = o.w_ih.select(1, 0);
-  add(c, detail::str_cat("input_size], got ", c.w_ih.sizes()), "w_ih of rank 1");
+  add(c, detail::str_cat("input_size], got ", c.w_ih.sym_sizes()), "w_ih of rank 1");
   c = o;
   c.x = samples::make({xs[0], xs[1], xs[2] + 1}, kFloat32);
   add(c,
-      detail::str_cat("has ", xs[2] + 1, " features but w_ih ", o.w_ih.sizes(), " expects ", xs[2]),
+      detail::str_cat("has ", xs[2] + 1, " features but w_ih ", o.w_ih.sym_sizes(), " expects ",
+                      xs[2]),
       "input size");
   c = o;
   c.h0 = Tensor();
   add(c, "the initial hidden state is required", "no h0");
   c = o;
-  c.h0 = samples::make({xs[1] + 1, o.h0.size(1).guard_int()}, kFloat32);
-  add(c, detail::str_cat("expected h0 of shape ", o.h0.sizes(), ", got ", c.h0.sizes()),
+  c.h0 = samples::make({xs[1] + 1, o.h0.sym_size(1).guard_int()}, kFloat32);
+  add(c, detail::str_cat("expected h0 of shape ", o.h0.sym_sizes(), ", got ", c.h0.sym_sizes()),
       "h0's shape");
   c = o;
   c.w_hh = o.w_hh.to(kFloat64);
   add(c, "expected w_hh of dtype float32 (the input's), got float64", "w_hh's dtype");
   if (rnn_util::is_lstm(cell)) {
-    const int64_t h = o.w_hh.size(1).guard_int();
+    const int64_t h = o.w_hh.sym_size(1).guard_int();
     c = o;
     c.w_hr = samples::make({2, h + 1}, kFloat32);
-    add(c, detail::str_cat("expected w_hr of shape [proj_size, ", h, "], got ", c.w_hr.sizes()),
+    add(c, detail::str_cat("expected w_hr of shape [proj_size, ", h, "], got ", c.w_hr.sym_sizes()),
         "w_hr's shape");
   }
   if (backward) {

@@ -35,10 +35,10 @@ std::vector<double> affine(const std::vector<double>& w, const std::vector<doubl
 
 std::vector<Tensor> reference(RnnCell cell, const std::vector<Tensor>& in, bool reverse) {
   const Operands o = operands(cell, in);
-  const int64_t T = o.x.size(0).guard_int(), N = o.x.size(1).guard_int();
-  const int64_t I = o.x.size(2).guard_int(), G = cpu::rnn_gates(cell);
-  const int64_t H = o.w_ih.size(0).guard_int() / G;
-  const int64_t P = o.w_hr.defined() ? o.w_hr.size(0).guard_int() : H;
+  const int64_t T = o.x.sym_size(0).guard_int(), N = o.x.sym_size(1).guard_int();
+  const int64_t I = o.x.sym_size(2).guard_int(), G = cpu::rnn_gates(cell);
+  const int64_t H = o.w_ih.sym_size(0).guard_int() / G;
+  const int64_t P = o.w_hr.defined() ? o.w_hr.sym_size(0).guard_int() : H;
   const std::vector<double> x = nn_util::to_doubles(o.x), w_ih = nn_util::to_doubles(o.w_ih),
                             w_hh = nn_util::to_doubles(o.w_hh);
   const std::vector<double> b_ih = values_or_zeros(o.b_ih, G * H),

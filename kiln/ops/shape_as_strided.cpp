@@ -65,12 +65,12 @@ void as_strided_backward_kernel(const std::vector<Tensor>& in, std::vector<Tenso
   std::map<int64_t, int64_t> counts;
   cpu::visit_floating(g.dtype(), "as_strided_backward", [&](auto tag) {
     using T = decltype(tag);
-    const T* gp = g.numel() > 0 ? static_cast<const T*>(g.data_ptr()) : nullptr;
+    const T* gp = g.sym_numel() > 0 ? static_cast<const T*>(g.data_ptr()) : nullptr;
     for_each_position(src, [&](int64_t i, int64_t pos) {
       sums[pos] += static_cast<double>(static_cast<cpu::compute_t<T>>(gp[i]));
     });
     for_each_position(divide_by_dst ? dst : src, [&](int64_t, int64_t pos) { ++counts[pos]; });
-    T* op = out[0].numel() > 0 ? static_cast<T*>(out[0].data_ptr()) : nullptr;
+    T* op = out[0].sym_numel() > 0 ? static_cast<T*>(out[0].data_ptr()) : nullptr;
     for_each_position(dst, [&](int64_t i, int64_t pos) {
       auto s = sums.find(pos);
       auto c = counts.find(pos);
@@ -99,7 +99,7 @@ KILN_REGISTER_OP(as_strided)
       const SymShape& size = a.shape(0);
       const SymShape& stride = a.shape(1);
       check_geometry("as_strided", size, stride);
-      SymInt offset = a.is_none(2) ? x.storage_offset() : a.sym(2);
+      SymInt offset = a.is_none(2) ? x.sym_storage_offset() : a.sym(2);
       KILN_CHECK(offset >= 0, "as_strided: negative storage offset ", offset);
       if (!x.is_meta()) {
         SymInt extent = offset + 1;
@@ -119,11 +119,11 @@ KILN_REGISTER_OP(as_strided)
     .backward([](const BackwardContext& c) {
       static const OpDef& back = get_op("as_strided_backward");
       const Tensor& x = c.input(0);
-      SymInt offset = c.attrs.is_none(2) ? x.storage_offset() : c.attrs.sym(2);
+      SymInt offset = c.attrs.is_none(2) ? x.sym_storage_offset() : c.attrs.sym(2);
       return std::vector<Tensor>{
           call_op1(back, {c.grad()},
                    backward_attrs(c.attrs.shape(0), c.attrs.shape(1), offset, x.sym_sizes(),
-                                  x.sym_strides(), x.storage_offset(), true))};
+                                  x.sym_strides(), x.sym_storage_offset(), true))};
     })
     .samples([](ScalarType dt) {
       using S = SymShape;
@@ -180,9 +180,9 @@ KILN_REGISTER_OP(as_strided_backward)
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       check_geometry("as_strided_backward", a.shape(0), a.shape(1));
       check_geometry("as_strided_backward", a.shape(3), a.shape(4));
-      KILN_CHECK(in[0].sizes() == SymIntArrayRef(a.shape(0)), "as_strided_backward: grad_output ",
-                 "of shape ", in[0].sizes(), " does not match the view's shape ",
-                 SymIntArrayRef(a.shape(0)));
+      KILN_CHECK(in[0].sym_sizes() == SymIntArrayRef(a.shape(0)),
+                 "as_strided_backward: grad_output ", "of shape ", in[0].sym_sizes(),
+                 " does not match the view's shape ", SymIntArrayRef(a.shape(0)));
       return meta::one_spec(a.shape(3), in[0].dtype(), in[0].device());
     })
     .cpu(as_strided_backward_kernel)

@@ -12,7 +12,7 @@ namespace kiln {
 namespace {
 
 // PyTorch skips 1-D tensors with 0 elements in cat, whatever the other tensors' shapes.
-bool legacy_empty(const Tensor& t) { return t.dim() == 1 && t.size(0).maybe_int() == 0; }
+bool legacy_empty(const Tensor& t) { return t.dim() == 1 && t.sym_size(0).maybe_int() == 0; }
 
 const Tensor* first_concatenated(const std::vector<Tensor>& in) {
   for (const auto& t : in)
@@ -37,15 +37,16 @@ std::vector<TensorSpec> cat_meta(const std::vector<Tensor>& in, const Attrs& a) 
     const Tensor& t = in[i];
     if (legacy_empty(t)) continue;
     KILN_CHECK(t.dim() == ref->dim(), "cat: Tensors must have same number of dimensions: got ",
-               ref->dim(), " and ", t.dim(), " (shapes ", ref->sizes(), " and ", t.sizes(),
+               ref->dim(), " and ", t.dim(), " (shapes ", ref->sym_sizes(), " and ", t.sym_sizes(),
                " for tensor number ", i, ")");
     for (int64_t d = 0; d < t.dim(); ++d) {
       if (d == dim) continue;
-      KILN_CHECK(t.size(d) == ref->size(d), "cat: Sizes of tensors must match except in dimension ",
-                 dim, ". Expected size ", ref->size(d), " but got size ", t.size(d),
-                 " for tensor number ", i, " in the list.");
+      KILN_CHECK(t.sym_size(d) == ref->sym_size(d),
+                 "cat: Sizes of tensors must match except in dimension ", dim, ". Expected size ",
+                 ref->sym_size(d), " but got size ", t.sym_size(d), " for tensor number ", i,
+                 " in the list.");
     }
-    sizes[dim] = sizes[dim] + t.size(dim);
+    sizes[dim] = sizes[dim] + t.sym_size(dim);
   }
   return {meta::spec(sizes, dtype, ref->device())};
 }
@@ -58,9 +59,9 @@ struct Block {
 
 void cat_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
   const Tensor& o = out[0];
-  if (o.numel() == 0) return;
+  if (o.sym_numel() == 0) return;
   const int64_t dim = meta::wrap_dim("cat", a.i(0), o.dim());
-  const std::vector<int64_t> osz = o.sizes().vec();
+  const std::vector<int64_t> osz = o.sym_sizes().vec();
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < dim; ++d) outer *= osz[d];
   for (int64_t d = dim + 1; d < o.dim(); ++d) inner *= osz[d];
@@ -71,7 +72,7 @@ void cat_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const A
   int64_t along = 0;  // elements of dim `dim` filled so far
   for (const Tensor& t : in) {
     if (legacy_empty(t)) continue;
-    const int64_t n = t.size(dim).guard_int();
+    const int64_t n = t.sym_size(dim).guard_int();
     if (n == 0) continue;
     if (t.dtype() == o.dtype() && t.is_contiguous()) {
       blocks.push_back(
@@ -125,11 +126,11 @@ std::vector<Tensor> cat_reference(const std::vector<Tensor>& in, const Attrs& a)
   osz[dim] = 0;
   for (const auto& x : xs) {
     starts.push_back(osz[dim]);
-    osz[dim] += x.size(dim).guard_int();
+    osz[dim] += x.sym_size(dim).guard_int();
   }
   Tensor out = zeros(osz, kFloat64);
   std::vector<int64_t> idx(nd);
-  for (int64_t flat = 0; flat < out.numel(); ++flat) {
+  for (int64_t flat = 0; flat < out.sym_numel(); ++flat) {
     int64_t rem = flat;
     for (int64_t d = nd - 1; d >= 0; --d) {
       idx[d] = rem % osz[d];
@@ -154,7 +155,7 @@ KILN_REGISTER_OP(cat)
     .backward([](const BackwardContext& c) {
       std::vector<Tensor> grads(c.inputs.size());
       const Tensor& g = c.grad();
-      if (g.dim() == 0 || g.numel() == 0) {
+      if (g.dim() == 0 || g.sym_numel() == 0) {
         for (size_t i = 0; i < grads.size(); ++i)
           if (c.needs_grad(i)) grads[i] = zeros_like(c.input(i), g.dtype());
         return grads;
@@ -164,7 +165,7 @@ KILN_REGISTER_OP(cat)
       for (size_t i = 0; i < grads.size(); ++i) {
         const Tensor& t = c.input(i);
         if (legacy_empty(t)) continue;
-        const SymInt n = t.size(dim);
+        const SymInt n = t.sym_size(dim);
         if (c.needs_grad(i)) grads[i] = g.narrow(dim, offset, n);
         offset = offset + n;
       }
@@ -208,9 +209,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   std::vector<Tensor> parts;
   parts.reserve(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
-    KILN_CHECK(tensors[i].sizes() == tensors[0].sizes(),
-               "stack: expects each tensor to be equal size, but got ", tensors[0].sizes(),
-               " at entry 0 and ", tensors[i].sizes(), " at entry ", i);
+    KILN_CHECK(tensors[i].sym_sizes() == tensors[0].sym_sizes(),
+               "stack: expects each tensor to be equal size, but got ", tensors[0].sym_sizes(),
+               " at entry 0 and ", tensors[i].sym_sizes(), " at entry ", i);
     parts.push_back(tensors[i].unsqueeze(d));
   }
   return cat(parts, d);

@@ -17,11 +17,11 @@ Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
              ", end_dim=", end_dim, ")");
   if (s == e) return self;
   SymShape sizes;
-  for (int64_t d = 0; d < s; ++d) sizes.push_back(self.size(d));
+  for (int64_t d = 0; d < s; ++d) sizes.push_back(self.sym_size(d));
   SymInt merged = 1;
-  for (int64_t d = s; d <= e; ++d) merged = merged * self.size(d);
+  for (int64_t d = s; d <= e; ++d) merged = merged * self.sym_size(d);
   sizes.push_back(merged);
-  for (int64_t d = e + 1; d < self.dim(); ++d) sizes.push_back(self.size(d));
+  for (int64_t d = e + 1; d < self.dim(); ++d) sizes.push_back(self.sym_size(d));
   return self.reshape(std::move(sizes));
 }
 
@@ -35,11 +35,11 @@ Tensor unflatten(const Tensor& self, int64_t dim, SymIntList sizes) {
   if (!has_inferred) {
     SymInt product = 1;
     for (const SymInt& p : parts) product = product * p;
-    KILN_CHECK(product == self.size(d), "unflatten: Provided sizes ", SymIntArrayRef(parts),
-               " don't multiply up to the size of dim ", dim, " (", self.size(d),
+    KILN_CHECK(product == self.sym_size(d), "unflatten: Provided sizes ", SymIntArrayRef(parts),
+               " don't multiply up to the size of dim ", dim, " (", self.sym_size(d),
                ") in the input tensor");
   }
-  SymShape inferred = infer_size("unflatten", parts, self.size(d));
+  SymShape inferred = infer_size("unflatten", parts, self.sym_size(d));
   SymShape shape = self.sym_sizes();
   shape.erase(shape.begin() + d);
   shape.insert(shape.begin() + d, inferred.begin(), inferred.end());
@@ -88,7 +88,7 @@ Tensor broadcast_to(const Tensor& self, SymIntList size) { return expand(self, s
 std::vector<Tensor> split(const Tensor& self, SymInt split_size, int64_t dim) {
   KILN_CHECK(self.dim() > 0, "split: expects at least a 1-dimensional tensor");
   const int64_t d = meta::wrap_dim("split", dim, self.dim());
-  const SymInt size = self.size(d);
+  const SymInt size = self.sym_size(d);
   KILN_CHECK(split_size >= 0,
              "split: expects split_size be non-negative, but got split_size=", split_size);
   KILN_CHECK(split_size != 0 || size == 0,
@@ -114,7 +114,7 @@ std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim) {
 std::vector<Tensor> split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
   KILN_CHECK(self.dim() > 0, "split_with_sizes: expects at least a 1-dimensional tensor");
   const int64_t d = meta::wrap_dim("split_with_sizes", dim, self.dim());
-  const SymInt size = self.size(d);
+  const SymInt size = self.sym_size(d);
   int64_t total = 0;
   for (int64_t s : split_sizes) {
     KILN_CHECK(s >= 0,
@@ -142,7 +142,7 @@ std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim) {
   KILN_CHECK(self.dim() > 0, "chunk: expects at least a 1-dimensional tensor");
   KILN_CHECK(chunks > 0, "chunk: expects `chunks` to be greater than 0, got: ", chunks);
   const int64_t d = meta::wrap_dim("chunk", dim, self.dim());
-  const SymInt size = self.size(d);
+  const SymInt size = self.sym_size(d);
   const SymInt split_size = (size + chunks - 1) / chunks;
   // A zero-size dim keeps the requested number of (empty) chunks, as PyTorch does.
   if (split_size == 0 && size == 0)
@@ -153,7 +153,7 @@ std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim) {
 std::vector<Tensor> unbind(const Tensor& self, int64_t dim) {
   KILN_CHECK(self.dim() > 0, "unbind: Dimension specified as 0 but tensor has no dimensions");
   const int64_t d = meta::wrap_dim("unbind", dim, self.dim());
-  const int64_t n = self.size(d).guard_int();
+  const int64_t n = self.sym_size(d).guard_int();
   std::vector<Tensor> out;
   out.reserve(n);
   for (int64_t i = 0; i < n; ++i) out.push_back(self.select(d, i));

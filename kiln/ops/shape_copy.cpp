@@ -20,7 +20,7 @@ const std::vector<ScalarType> kCopyDtypes = {kFloat64, kFloat32, kBFloat16, kInt
 std::vector<GatherDim> identity_dims(const Tensor& x) {
   std::vector<GatherDim> dims;
   for (int64_t d = 0; d < x.dim(); ++d)
-    dims.push_back(shape::identity_dim(x.size(d).guard_int(), x.stride(d).guard_int()));
+    dims.push_back(shape::identity_dim(x.sym_size(d).guard_int(), x.sym_stride(d).guard_int()));
   return dims;
 }
 
@@ -48,7 +48,7 @@ SymShape repeat_sizes(const Tensor& x, const SymShape& r) {
   for (size_t k = 0; k < r.size(); ++k) {
     KILN_CHECK(r[k] >= 0, "repeat: Trying to create tensor with negative dimension ", r[k], ": ",
                SymIntArrayRef(r));
-    sizes.push_back((static_cast<int64_t>(k) < lead ? SymInt(1) : x.size(k - lead)) * r[k]);
+    sizes.push_back((static_cast<int64_t>(k) < lead ? SymInt(1) : x.sym_size(k - lead)) * r[k]);
   }
   return sizes;
 }
@@ -61,9 +61,9 @@ KernelFn triangle_kernel(bool upper) {
   return [upper](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
     const Tensor& o = out[0];
     cpu::copy(o, in[0]);
-    const int64_t m = o.size(-2).guard_int(), n = o.size(-1).guard_int(), k = a.i(0);
+    const int64_t m = o.sym_size(-2).guard_int(), n = o.sym_size(-1).guard_int(), k = a.i(0);
     if (m == 0 || n == 0) return;
-    const int64_t rows = o.numel().guard_int() / n;
+    const int64_t rows = o.sym_numel().guard_int() / n;
     const int64_t es = static_cast<int64_t>(o.element_size());
     char* base = static_cast<char*>(o.data_ptr());
     cpu::parallel_for(0, rows, std::max<int64_t>(1, cpu::kParallelGrain / n),
@@ -84,7 +84,7 @@ ReferenceFn triangle_reference(bool upper) {
   return [upper](const std::vector<Tensor>& in, const Attrs& a) {
     const int64_t k = a.i(0), nd = in[0].dim();
     return std::vector<Tensor>{
-        shape::reference_gather(in[0], in[0].sizes().vec(), [&](const V& o, V& i) {
+        shape::reference_gather(in[0], in[0].sym_sizes().vec(), [&](const V& o, V& i) {
           i = o;
           const int64_t diff = o[nd - 1] - o[nd - 2];
           return upper ? diff >= k : diff <= k;
@@ -106,7 +106,7 @@ std::vector<OpSample> triangle_samples(ScalarType dt) {
 
 std::vector<TensorSpec> triangle_meta(const char* op, const std::vector<Tensor>& in) {
   KILN_CHECK(in[0].dim() >= 2, op, ": input tensor must have at least 2 dimensions, got shape ",
-             in[0].sizes());
+             in[0].sym_sizes());
   return same_shape(in[0]);
 }
 
@@ -138,7 +138,7 @@ KILN_REGISTER_OP(flip)
                                    {{make({0, 3}, dt)}, {V{1}}, "zero-size"}};
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
-      const V sizes = in[0].sizes().vec();
+      const V sizes = in[0].sym_sizes().vec();
       const V dims = meta::wrap_dims("flip", a.ints(0), in[0].dim());
       return std::vector<Tensor>{shape::reference_gather(in[0], sizes, [&](const V& o, V& i) {
         i = o;
@@ -187,7 +187,7 @@ KILN_REGISTER_OP(roll)
           {{make({0, 3}, dt)}, {V{1}, V{0}}, "zero-size"}};
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
-      const V sizes = in[0].sizes().vec();
+      const V sizes = in[0].sym_sizes().vec();
       const V& shifts = a.ints(0);
       const V& dims = a.ints(1);
       return std::vector<Tensor>{shape::reference_gather(in[0], sizes, [&](const V& o, V& i) {
@@ -224,8 +224,8 @@ KILN_REGISTER_OP(repeat)
       const int64_t lead = static_cast<int64_t>(r.size()) - x.dim();
       std::vector<GatherDim> dims(r.size());
       for (int64_t k = 0; k < static_cast<int64_t>(r.size()); ++k) {
-        const int64_t n = k < lead ? 1 : x.size(k - lead).guard_int();
-        dims[k].stride = k < lead ? 0 : x.stride(k - lead).guard_int();
+        const int64_t n = k < lead ? 1 : x.sym_size(k - lead).guard_int();
+        dims[k].stride = k < lead ? 0 : x.sym_stride(k - lead).guard_int();
         dims[k].src.resize(n * r[k]);
         for (int64_t i = 0; i < n * r[k]; ++i) dims[k].src[i] = i % n;
       }
@@ -241,7 +241,7 @@ KILN_REGISTER_OP(repeat)
       for (int64_t k = 0; k < static_cast<int64_t>(r.size()); ++k) {
         summed.push_back(static_cast<int64_t>(split.size()));
         split.push_back(r[k]);
-        if (k >= lead) split.push_back(x.size(k - lead));
+        if (k >= lead) split.push_back(x.sym_size(k - lead));
       }
       if (summed.empty()) return std::vector<Tensor>{c.grad()};
       return std::vector<Tensor>{c.grad().reshape(split).sum(summed).reshape(x.sym_sizes())};
@@ -257,7 +257,7 @@ KILN_REGISTER_OP(repeat)
                                    {{make({2, 3}, dt)}, {S{0, 1}}, "zero repeats"}};
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
-      const V xs = in[0].sizes().vec();
+      const V xs = in[0].sym_sizes().vec();
       const V osz = SymIntArrayRef(repeat_sizes(in[0], a.shape(0))).vec();
       const size_t lead = osz.size() - xs.size();
       return std::vector<Tensor>{shape::reference_gather(in[0], osz, [&](const V& o, V& i) {
@@ -324,7 +324,7 @@ KILN_REGISTER_OP(repeat_interleave)
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const int64_t r = a.i(0), d = a.i(1) < 0 ? a.i(1) + in[0].dim() : a.i(1);
-      V osz = in[0].sizes().vec();
+      V osz = in[0].sym_sizes().vec();
       osz[d] *= r;
       return std::vector<Tensor>{shape::reference_gather(in[0], osz, [&](const V& o, V& i) {
         i = o;

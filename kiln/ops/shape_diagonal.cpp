@@ -23,22 +23,22 @@ KILN_REGISTER_OP(diagonal)
       const int64_t d1 = meta::wrap_dim("diagonal", a.i(1), x.dim());
       const int64_t d2 = meta::wrap_dim("diagonal", a.i(2), x.dim());
       KILN_CHECK(d1 != d2, "diagonal: dimensions cannot be identical ", a.i(1), ", ", a.i(2));
-      const SymInt n1 = x.size(d1), n2 = x.size(d2);
+      const SymInt n1 = x.sym_size(d1), n2 = x.sym_size(d2);
       SymInt diag = offset >= 0 ? sym_min(n1, n2 - offset) : sym_min(n1 + offset, n2);
       diag = sym_max(diag, 0);
-      SymInt storage_offset = x.storage_offset();
+      SymInt storage_offset = x.sym_storage_offset();
       if (diag != 0) {
-        storage_offset = offset >= 0 ? storage_offset + offset * x.stride(d2)
-                                     : storage_offset - offset * x.stride(d1);
+        storage_offset = offset >= 0 ? storage_offset + offset * x.sym_stride(d2)
+                                     : storage_offset - offset * x.sym_stride(d1);
       }
       SymShape sizes, strides;
       for (int64_t d = 0; d < x.dim(); ++d) {
         if (d == d1 || d == d2) continue;
-        sizes.push_back(x.size(d));
-        strides.push_back(x.stride(d));
+        sizes.push_back(x.sym_size(d));
+        strides.push_back(x.sym_stride(d));
       }
       sizes.push_back(diag);
-      strides.push_back(x.stride(d1) + x.stride(d2));
+      strides.push_back(x.sym_stride(d1) + x.sym_stride(d2));
       return std::vector<TensorSpec>{shape::view_spec(x, sizes, strides, storage_offset)};
     })
     .view()
@@ -57,7 +57,7 @@ KILN_REGISTER_OP(diagonal)
       const Tensor& x = in[0];
       const int64_t nd = x.dim(), offset = a.i(0);
       const int64_t d1 = a.i(1) < 0 ? a.i(1) + nd : a.i(1), d2 = a.i(2) < 0 ? a.i(2) + nd : a.i(2);
-      const std::vector<int64_t> xs = x.sizes().vec();
+      const std::vector<int64_t> xs = x.sym_sizes().vec();
       std::vector<int64_t> osz, kept;
       for (int64_t d = 0; d < nd; ++d) {
         if (d == d1 || d == d2) continue;
@@ -92,7 +92,7 @@ KILN_REGISTER_OP(unfold)
       const Tensor& x = in[0];
       const int64_t d = meta::wrap_dim("unfold", a.i(0), x.dim());
       const int64_t size = a.i(1), step = a.i(2);
-      const SymInt max_size = x.dim() == 0 ? SymInt(1) : x.size(d);
+      const SymInt max_size = x.dim() == 0 ? SymInt(1) : x.sym_size(d);
       KILN_CHECK(size >= 0, "unfold: size is ", size, " but must be >= 0");
       KILN_CHECK(size <= max_size, "unfold: maximum size for tensor at dimension ", d, " is ",
                  max_size, " but size is ", size);
@@ -100,13 +100,13 @@ KILN_REGISTER_OP(unfold)
       SymShape sizes = x.sym_sizes(), strides = x.sym_strides();
       SymInt inner_stride = 1;
       if (x.dim() > 0) {
-        inner_stride = x.stride(d);
+        inner_stride = x.sym_stride(d);
         sizes[d] = (max_size - size) / step + 1;
         strides[d] = strides[d] * step;
       }
       sizes.push_back(size);
       strides.push_back(inner_stride);
-      return std::vector<TensorSpec>{shape::view_spec(x, sizes, strides, x.storage_offset())};
+      return std::vector<TensorSpec>{shape::view_spec(x, sizes, strides, x.sym_storage_offset())};
     })
     .view()
     .backward([](const BackwardContext& c) { return backward_via("unfold_backward", c); })
@@ -125,7 +125,7 @@ KILN_REGISTER_OP(unfold)
       const int64_t nd = x.dim();
       const int64_t d = nd == 0 ? 0 : (a.i(0) < 0 ? a.i(0) + nd : a.i(0));
       const int64_t size = a.i(1), step = a.i(2);
-      std::vector<int64_t> osz = x.sizes().vec();
+      std::vector<int64_t> osz = x.sym_sizes().vec();
       if (nd > 0) osz[d] = (osz[d] - size) / step + 1;
       osz.push_back(size);
       return std::vector<Tensor>{shape::reference_gather(

@@ -55,7 +55,7 @@ SymShape padded_sizes(const Tensor& x, const Attrs& a) {
   for (size_t j = 0; j < pad.size() / 2; ++j) {
     const int64_t d = nd - 1 - static_cast<int64_t>(j);
     const int64_t l = pad[2 * j], r = pad[2 * j + 1];
-    const SymInt n = x.size(d);
+    const SymInt n = x.sym_size(d);
     if (mode == PadMode::Constant) {
       KILN_CHECK(n + l + r >= 0, "pad: The input size ", n, ", plus negative padding ", l, " and ",
                  r, " resulted in a negative output size, which is invalid. Check dimension ", d,
@@ -64,11 +64,11 @@ SymShape padded_sizes(const Tensor& x, const Attrs& a) {
       KILN_CHECK(l >= 0 && r >= 0, "pad: negative padding (", l, ", ", r,
                  ") is only supported in constant mode");
       KILN_CHECK(n > 0 || (l == 0 && r == 0), "pad: ", a.str(1), " padding needs a non-empty ",
-                 "dimension, but dimension ", d, " of input ", x.sizes(), " is empty");
+                 "dimension, but dimension ", d, " of input ", x.sym_sizes(), " is empty");
       KILN_CHECK(mode != PadMode::Reflect || (l < n && r < n),
                  "pad: Padding size should be less "
                  "than the corresponding input dimension, but got: padding (",
-                 l, ", ", r, ") at dimension ", d, " of input ", x.sizes());
+                 l, ", ", r, ") at dimension ", d, " of input ", x.sym_sizes());
     }
     sizes[d] = n + l + r;
   }
@@ -80,9 +80,9 @@ std::vector<shape::GatherDim> pad_dims(const Tensor& x, const V& pad, PadMode mo
   const int64_t nd = x.dim();
   std::vector<shape::GatherDim> dims;
   for (int64_t d = 0; d < nd; ++d) {
-    const int64_t n = x.size(d).guard_int();
+    const int64_t n = x.sym_size(d).guard_int();
     const int64_t j = nd - 1 - d;  // pad pair index of this dim
-    shape::GatherDim g = shape::identity_dim(n, x.stride(d).guard_int());
+    shape::GatherDim g = shape::identity_dim(n, x.sym_stride(d).guard_int());
     if (2 * j + 1 < static_cast<int64_t>(pad.size())) {
       const int64_t l = pad[2 * j], r = pad[2 * j + 1];
       g.src.resize(std::max<int64_t>(n + l + r, 0));
@@ -98,7 +98,7 @@ std::vector<Tensor> pad_reference(const std::vector<Tensor>& in, const Attrs& a)
   const Tensor& x = in[0];
   const V& pad = a.ints(0);
   const PadMode mode = pad_mode(a.str(1));
-  const V xs = x.sizes().vec();
+  const V xs = x.sym_sizes().vec();
   const V osz = SymIntArrayRef(padded_sizes(x, a)).vec();
   const int64_t nd = x.dim();
   return {shape::reference_gather(
@@ -123,10 +123,10 @@ void pad_backward_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out
   const Tensor& o = out[0];
   cpu::fill(o, 0);
   const Tensor g = in[0].contiguous();
-  if (g.numel() == 0) return;
+  if (g.sym_numel() == 0) return;
   const std::vector<shape::GatherDim> dims = pad_dims(o, a.ints(1), pad_mode(a.str(2)));
-  const V gs = g.sizes().vec();
-  const int64_t nd = g.dim(), n = g.numel().guard_int();
+  const V gs = g.sym_sizes().vec();
+  const int64_t nd = g.dim(), n = g.sym_numel().guard_int();
   cpu::visit_floating(g.dtype(), "pad_backward", [&](auto tag) {
     using T = decltype(tag);
     using C = cpu::compute_t<T>;
@@ -242,8 +242,8 @@ KILN_REGISTER_OP(pad_backward)
                  a.str(2), "')");
       Tensor probe = empty_meta(a.shape(0), g.dtype(), g.device());
       SymShape expected = padded_sizes(probe, shape::drop_attrs(a, 1));
-      KILN_CHECK(g.sizes() == SymIntArrayRef(expected), "pad_backward: grad_output of shape ",
-                 g.sizes(), " does not match the padded shape ", SymIntArrayRef(expected));
+      KILN_CHECK(g.sym_sizes() == SymIntArrayRef(expected), "pad_backward: grad_output of shape ",
+                 g.sym_sizes(), " does not match the padded shape ", SymIntArrayRef(expected));
       return meta::one_spec(a.shape(0), g.dtype(), g.device());
     })
     .cpu(pad_backward_kernel)

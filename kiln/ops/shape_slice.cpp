@@ -46,12 +46,12 @@ KILN_REGISTER_OP(slice)
       int64_t dim = meta::wrap_dim("slice", a.i(0), x.dim());
       SymInt step = a.sym(3);
       KILN_CHECK(step > 0, "slice: slice step must be positive, got ", step);
-      auto [start, end] = slice_bounds(x.size(dim), a);
+      auto [start, end] = slice_bounds(x.sym_size(dim), a);
       SymShape sizes = x.sym_sizes(), strides = x.sym_strides();
       sizes[dim] = (end - start + step - 1) / step;
       strides[dim] = strides[dim] * step;
       return std::vector<TensorSpec>{
-          view_spec(x, sizes, strides, x.storage_offset() + start * x.stride(dim))};
+          view_spec(x, sizes, strides, x.sym_storage_offset() + start * x.sym_stride(dim))};
     })
     .view()
     .error_samples([] {
@@ -93,13 +93,13 @@ KILN_REGISTER_OP(slice)
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       Tensor x = in[0];
       int64_t dim = a.i(0) < 0 ? a.i(0) + x.dim() : a.i(0);
-      const int64_t n = x.size(dim).guard_int(), step = a.i(3);
+      const int64_t n = x.sym_size(dim).guard_int(), step = a.i(3);
       int64_t start = a.is_none(1) ? 0 : a.i(1), end = a.is_none(2) ? n : a.i(2);
       if (start < 0) start += n;
       if (end < 0) end += n;
       start = std::clamp<int64_t>(start, 0, n);
       end = std::clamp<int64_t>(end, start, n);
-      std::vector<int64_t> osz = x.sizes().vec();
+      std::vector<int64_t> osz = x.sym_sizes().vec();
       osz[dim] = (end - start + step - 1) / step;
       return std::vector<Tensor>{shape::reference_gather(
           x, osz, [&](const std::vector<int64_t>& o, std::vector<int64_t>& i) {
@@ -117,15 +117,15 @@ KILN_REGISTER_OP(select)
       const Tensor& x = in[0];
       KILN_CHECK(x.dim() > 0, "select: cannot be applied to a 0-dim tensor.");
       int64_t dim = meta::wrap_dim("select", a.i(0), x.dim());
-      SymInt size = x.size(dim), index = a.sym(1);
+      SymInt size = x.sym_size(dim), index = a.sym(1);
       KILN_CHECK(index >= -size && index < size, "select: index ", index,
-                 " out of range for tensor of size ", x.sizes(), " at dimension ", dim);
+                 " out of range for tensor of size ", x.sym_sizes(), " at dimension ", dim);
       if (index < 0) index = index + size;
       SymShape sizes = x.sym_sizes(), strides = x.sym_strides();
       sizes.erase(sizes.begin() + dim);
       strides.erase(strides.begin() + dim);
       return std::vector<TensorSpec>{
-          view_spec(x, sizes, strides, x.storage_offset() + index * x.stride(dim))};
+          view_spec(x, sizes, strides, x.sym_storage_offset() + index * x.sym_stride(dim))};
     })
     .view()
     .error_samples([] {
@@ -159,8 +159,8 @@ KILN_REGISTER_OP(select)
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
       int64_t dim = a.i(0) < 0 ? a.i(0) + x.dim() : a.i(0);
-      int64_t index = a.i(1) < 0 ? a.i(1) + x.size(dim).guard_int() : a.i(1);
-      std::vector<int64_t> osz = x.sizes().vec();
+      int64_t index = a.i(1) < 0 ? a.i(1) + x.sym_size(dim).guard_int() : a.i(1);
+      std::vector<int64_t> osz = x.sym_sizes().vec();
       osz.erase(osz.begin() + dim);
       return std::vector<Tensor>{shape::reference_gather(
           x, osz, [&](const std::vector<int64_t>& o, std::vector<int64_t>& i) {
@@ -191,7 +191,7 @@ Tensor select(const Tensor& self, int64_t dim, SymInt index) {
 Tensor narrow(const Tensor& self, int64_t dim, SymInt start, SymInt length) {
   KILN_CHECK(self.dim() > 0, "narrow: cannot be applied to a 0-dim tensor.");
   int64_t d = meta::wrap_dim("narrow", dim, self.dim());
-  SymInt size = self.size(d);
+  SymInt size = self.sym_size(d);
   KILN_CHECK(length >= 0, "narrow: length must be non-negative, got ", length);
   KILN_CHECK(start >= -size && start <= size,
              "narrow: start out of range (expected to be in range of [", -size, ", ", size,

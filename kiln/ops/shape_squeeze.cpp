@@ -16,9 +16,9 @@ std::vector<bool> squeezed_dims(const Tensor& x, const Attrs& a) {
     return drop;
   }
   if (a.is_none(0)) {
-    for (int64_t d = 0; d < nd; ++d) drop[d] = x.size(d) == 1;
+    for (int64_t d = 0; d < nd; ++d) drop[d] = x.sym_size(d) == 1;
   } else {
-    for (int64_t d : meta::wrap_dims("squeeze", a.ints(0), nd)) drop[d] = x.size(d) == 1;
+    for (int64_t d : meta::wrap_dims("squeeze", a.ints(0), nd)) drop[d] = x.sym_size(d) == 1;
   }
   return drop;
 }
@@ -33,10 +33,10 @@ KILN_REGISTER_OP(squeeze)
       SymShape sizes, strides;
       for (int64_t d = 0; d < x.dim(); ++d) {
         if (drop[d]) continue;
-        sizes.push_back(x.size(d));
-        strides.push_back(x.stride(d));
+        sizes.push_back(x.sym_size(d));
+        strides.push_back(x.sym_stride(d));
       }
-      return std::vector<TensorSpec>{shape::view_spec(x, sizes, strides, x.storage_offset())};
+      return std::vector<TensorSpec>{shape::view_spec(x, sizes, strides, x.sym_storage_offset())};
     })
     .view()
     .backward([](const BackwardContext& c) {
@@ -59,7 +59,7 @@ KILN_REGISTER_OP(squeeze)
       std::vector<bool> drop = squeezed_dims(x, a);
       std::vector<int64_t> osz;
       for (int64_t d = 0; d < x.dim(); ++d)
-        if (!drop[d]) osz.push_back(x.size(d).guard_int());
+        if (!drop[d]) osz.push_back(x.sym_size(d).guard_int());
       return std::vector<Tensor>{shape::reference_gather(
           x, osz, [&](const std::vector<int64_t>& o, std::vector<int64_t>& i) {
             i.assign(x.dim(), 0);
@@ -90,7 +90,7 @@ KILN_REGISTER_OP(unsqueeze)
       SymInt stride = d >= nd ? SymInt(1) : sizes[d] * strides[d];
       sizes.insert(sizes.begin() + d, SymInt(1));
       strides.insert(strides.begin() + d, stride);
-      return std::vector<TensorSpec>{shape::view_spec(x, sizes, strides, x.storage_offset())};
+      return std::vector<TensorSpec>{shape::view_spec(x, sizes, strides, x.sym_storage_offset())};
     })
     .view()
     .backward([](const BackwardContext& c) {
@@ -116,7 +116,7 @@ KILN_REGISTER_OP(unsqueeze)
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
       const int64_t d = a.i(0) < 0 ? a.i(0) + x.dim() + 1 : a.i(0);
-      std::vector<int64_t> osz = x.sizes().vec();
+      std::vector<int64_t> osz = x.sym_sizes().vec();
       osz.insert(osz.begin() + d, 1);
       return std::vector<Tensor>{shape::reference_gather(
           x, osz, [&](const std::vector<int64_t>& o, std::vector<int64_t>& i) {

@@ -72,7 +72,7 @@ template <class U>
 void gather_typed(const Tensor& out, const Tensor& in, const std::vector<GatherDim>& dims, U fill) {
   const int64_t nd = static_cast<int64_t>(dims.size());
   U* o = static_cast<U*>(out.data_ptr());
-  const U* x = in.numel() > 0 ? static_cast<const U*>(in.data_ptr()) : nullptr;
+  const U* x = in.sym_numel() > 0 ? static_cast<const U*>(in.data_ptr()) : nullptr;
   if (nd == 0) {
     o[0] = x[0];
     return;
@@ -134,7 +134,7 @@ void gather_typed(const Tensor& out, const Tensor& in, const std::vector<GatherD
 
 void gather_copy(const Tensor& out, const Tensor& in, const std::vector<GatherDim>& dims,
                  const Scalar& fill) {
-  if (out.numel() == 0) return;
+  if (out.sym_numel() == 0) return;
   KILN_CHECK(out.dtype() == in.dtype() && out.is_contiguous() &&
                  static_cast<int64_t>(dims.size()) == out.dim(),
              "internal: gather_copy expects a contiguous output of the input's dtype");
@@ -156,7 +156,7 @@ void gather_copy(const Tensor& out, const Tensor& in, const std::vector<GatherDi
   }
 }
 
-std::vector<int64_t> int_sizes(const Tensor& t) { return t.sizes().vec(); }
+std::vector<int64_t> int_sizes(const Tensor& t) { return t.sym_sizes().vec(); }
 
 int64_t flat_index(const std::vector<int64_t>& idx, const std::vector<int64_t>& sizes) {
   int64_t f = 0;
@@ -173,7 +173,7 @@ Tensor reference_gather(const Tensor& x, const std::vector<int64_t>& out_sizes,
   for (int64_t s : out_sizes) n *= s;
   const int64_t nd = static_cast<int64_t>(out_sizes.size());
   std::vector<int64_t> oi(nd), ii(xs.size());
-  const double* xd = n > 0 && xc.numel() > 0 ? xc.data_ptr<double>() : nullptr;
+  const double* xd = n > 0 && xc.sym_numel() > 0 ? xc.data_ptr<double>() : nullptr;
   double* od = n > 0 ? out.data_ptr<double>() : nullptr;
   for (int64_t flat = 0; flat < n; ++flat) {
     int64_t rem = flat;
@@ -190,14 +190,15 @@ Tensor reference_adjoint(const ReferenceFn& forward, const SymShape& input_sizes
                          const Attrs& forward_attrs, const Tensor& grad) {
   const std::vector<int64_t> in_sizes = SymIntArrayRef(input_sizes).vec();
   Tensor positions = empty(in_sizes, kFloat64);
-  const int64_t n = positions.numel();
+  const int64_t n = positions.sym_numel();
   for (int64_t i = 0; i < n; ++i) positions.data_ptr<double>()[i] = static_cast<double>(i);
   Tensor map = forward({positions}, forward_attrs)[0].contiguous();
   Tensor g = grad.to(kFloat64).contiguous();
-  KILN_CHECK(map.numel() == g.numel(), "internal: reference_adjoint: the forward output has ",
-             map.numel(), " elements but the gradient has ", g.numel());
+  KILN_CHECK(map.sym_numel() == g.sym_numel(),
+             "internal: reference_adjoint: the forward output has ", map.sym_numel(),
+             " elements but the gradient has ", g.sym_numel());
   Tensor out = zeros(in_sizes, kFloat64);
-  for (int64_t j = 0; j < g.numel(); ++j) {
+  for (int64_t j = 0; j < g.sym_numel(); ++j) {
     const auto src = static_cast<int64_t>(std::llround(map.data_ptr<double>()[j]));
     out.data_ptr<double>()[src] += g.data_ptr<double>()[j];
   }

@@ -14,12 +14,12 @@ void accumulate(const Tensor& dst, const Tensor& src) {
   cpu::visit_floating(dst.dtype(), "view backward", [&](auto tag) {
     using T = decltype(tag);
     using C = cpu::compute_t<T>;
-    const int64_t n = dst.numel().guard_int();
+    const int64_t n = dst.sym_numel().guard_int();
     if (n == 0) return;
     T* d = static_cast<T*>(dst.data_ptr());
     const T* s = static_cast<const T*>(src.data_ptr());
-    const std::vector<int64_t> sizes = dst.sizes().vec(), ds = dst.strides().vec(),
-                               ss = src.strides().vec();
+    const std::vector<int64_t> sizes = dst.sym_sizes().vec(), ds = dst.sym_strides().vec(),
+                               ss = src.sym_strides().vec();
     const int64_t nd = dst.dim();
     std::vector<int64_t> idx(nd, 0);
     int64_t od = 0, os = 0;
@@ -61,9 +61,9 @@ void register_view_backward(const char* forward_name, bool overlapping) {
         const SymShape& sizes = a.shape(0);
         Tensor probe = empty_meta(sizes, g.dtype(), g.device());
         TensorSpec v = get_op(forward).meta_({probe}, drop_attrs(a, 1)).at(0);
-        KILN_CHECK(SymIntArrayRef(v.sizes) == g.sizes(), name, ": grad_output of shape ", g.sizes(),
-                   " does not match the shape ", SymIntArrayRef(v.sizes), " that ", forward,
-                   " gives for an input of shape ", SymIntArrayRef(sizes));
+        KILN_CHECK(SymIntArrayRef(v.sizes) == g.sym_sizes(), name, ": grad_output of shape ",
+                   g.sym_sizes(), " does not match the shape ", SymIntArrayRef(v.sizes), " that ",
+                   forward, " gives for an input of shape ", SymIntArrayRef(sizes));
         return meta::one_spec(sizes, g.dtype(), g.device());
       })
       .cpu([forward, overlapping](const std::vector<Tensor>& in, std::vector<Tensor>& out,

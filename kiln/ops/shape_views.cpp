@@ -74,18 +74,18 @@ KILN_REGISTER_OP(view)
     .schema("view(Tensor(a) self, SymInt[] size) -> Tensor(a)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
-      SymShape sizes = infer_size("view", a.shape(0), x.numel());
+      SymShape sizes = infer_size("view", a.shape(0), x.sym_numel());
       std::optional<SymShape> strides;
       if (x.is_contiguous())
         strides = contiguous_strides(sizes);
       else
         strides = view_strides(x.sym_sizes(), x.sym_strides(), sizes);
       KILN_CHECK(strides.has_value(), "view: view size ", SymIntArrayRef(sizes),
-                 " is not compatible with input tensor's size ", x.sizes(), " and stride ",
-                 x.strides(),
+                 " is not compatible with input tensor's size ", x.sym_sizes(), " and stride ",
+                 x.sym_strides(),
                  " (at least one dimension spans across two contiguous subspaces). "
                  "Use .reshape(...) instead.");
-      return std::vector<TensorSpec>{view_spec(x, sizes, *strides, x.storage_offset())};
+      return std::vector<TensorSpec>{view_spec(x, sizes, *strides, x.sym_storage_offset())};
     })
     .view()
     .backward([](const BackwardContext& c) {
@@ -103,8 +103,8 @@ KILN_REGISTER_OP(view)
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       // Row-major order is the definition of view: copy values in order into the new shape.
       Tensor src = in[0].to(kFloat64).contiguous();
-      Tensor out = empty(infer_size("view", a.shape(0), src.numel()), kFloat64);
-      const int64_t n = src.numel();
+      Tensor out = empty(infer_size("view", a.shape(0), src.sym_numel()), kFloat64);
+      const int64_t n = src.sym_numel();
       for (int64_t i = 0; i < n; ++i) out.data_ptr<double>()[i] = src.data_ptr<double>()[i];
       return std::vector<Tensor>{out};
     })
@@ -140,25 +140,25 @@ KILN_REGISTER_OP(expand)
         SymInt want = size[d];
         if (xd < 0) {
           KILN_CHECK(want >= 0, "expand: -1 is not allowed in a leading, non-existing dimension ",
-                     "(target sizes ", SymIntArrayRef(size), ", tensor sizes ", x.sizes(), ")");
+                     "(target sizes ", SymIntArrayRef(size), ", tensor sizes ", x.sym_sizes(), ")");
           sizes[d] = want;
           strides[d] = 0;
           continue;
         }
-        SymInt have = x.size(xd);
+        SymInt have = x.sym_size(xd);
         if (!want.is_symbolic() && want.guard_int() == -1) want = have;
         if (have == want) {
           sizes[d] = have;
-          strides[d] = x.stride(xd);
+          strides[d] = x.sym_stride(xd);
         } else {
           KILN_CHECK(have == 1, "expand: the expanded size of the tensor (", want,
                      ") must match the existing size (", have, ") at non-singleton dimension ", d,
-                     ".  Target sizes: ", SymIntArrayRef(size), ".  Tensor sizes: ", x.sizes());
+                     ".  Target sizes: ", SymIntArrayRef(size), ".  Tensor sizes: ", x.sym_sizes());
           sizes[d] = want;
           strides[d] = 0;
         }
       }
-      return std::vector<TensorSpec>{view_spec(x, sizes, strides, x.storage_offset())};
+      return std::vector<TensorSpec>{view_spec(x, sizes, strides, x.sym_storage_offset())};
     })
     .view()
     .backward([](const BackwardContext& c) {
@@ -178,10 +178,10 @@ KILN_REGISTER_OP(expand)
       std::vector<int64_t> out_sizes;
       for (size_t d = 0; d < size.size(); ++d) {
         int64_t xd = static_cast<int64_t>(d) - (static_cast<int64_t>(size.size()) - src.dim());
-        out_sizes.push_back(size[d] == -1 ? src.size(xd).guard_int() : size[d].guard_int());
+        out_sizes.push_back(size[d] == -1 ? src.sym_size(xd).guard_int() : size[d].guard_int());
       }
       Tensor out = empty(out_sizes, kFloat64);
-      const int64_t n = out.numel();
+      const int64_t n = out.sym_numel();
       const int64_t nd = static_cast<int64_t>(out_sizes.size());
       for (int64_t i = 0; i < n; ++i) {
         int64_t rem = i, src_index = 0, src_mul = 1;
@@ -190,7 +190,7 @@ KILN_REGISTER_OP(expand)
           rem /= out_sizes[d];
           int64_t xd = d - (nd - src.dim());
           if (xd >= 0) {
-            int64_t s = src.size(xd).guard_int();
+            int64_t s = src.sym_size(xd).guard_int();
             src_index += (s == 1 ? 0 : idx) * src_mul;
             src_mul *= s;
           }
@@ -232,10 +232,10 @@ KILN_REGISTER_OP(permute)
       auto w = meta::wrap_dims("permute", dims, x.dim());
       SymShape sizes, strides;
       for (int64_t d : w) {
-        sizes.push_back(x.size(d));
-        strides.push_back(x.stride(d));
+        sizes.push_back(x.sym_size(d));
+        strides.push_back(x.sym_stride(d));
       }
-      return std::vector<TensorSpec>{view_spec(x, sizes, strides, x.storage_offset())};
+      return std::vector<TensorSpec>{view_spec(x, sizes, strides, x.sym_storage_offset())};
     })
     .view()
     .backward([](const BackwardContext& c) {
@@ -254,10 +254,10 @@ KILN_REGISTER_OP(permute)
       Tensor x = in[0].to(kFloat64).contiguous();
       auto w = meta::wrap_dims("permute", a.ints(0), x.dim());
       std::vector<int64_t> osz;
-      for (int64_t d : w) osz.push_back(x.size(d).guard_int());
+      for (int64_t d : w) osz.push_back(x.sym_size(d).guard_int());
       Tensor out = empty(osz, kFloat64);
-      auto xs = contiguous_strides(x.sizes().vec());
-      const int64_t n = out.numel();
+      auto xs = contiguous_strides(x.sym_sizes().vec());
+      const int64_t n = out.sym_numel();
       for (int64_t i = 0; i < n; ++i) {
         int64_t rem = i, src = 0;
         for (int64_t d = static_cast<int64_t>(osz.size()) - 1; d >= 0; --d) {
@@ -285,7 +285,7 @@ Tensor view(const Tensor& self, SymIntList size) {
 }
 
 Tensor reshape(const Tensor& self, SymIntList size) {
-  SymShape s = infer_size("reshape", size.get(), self.numel());
+  SymShape s = infer_size("reshape", size.get(), self.sym_numel());
   if (self.is_contiguous() || view_strides(self.sym_sizes(), self.sym_strides(), s))
     return view(self, std::move(s));
   return view(self.clone(), std::move(s));
@@ -315,16 +315,16 @@ Tensor sum_to_size(const Tensor& self, SymIntList size) {
   const SymShape& target = size.get();
   const int64_t lead = self.dim() - static_cast<int64_t>(target.size());
   KILN_CHECK(lead >= 0, "sum_to_size: size ", SymIntArrayRef(target), " is not expandable to size ",
-             self.sizes());
+             self.sym_sizes());
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < lead; ++d) dims.push_back(d);
   for (int64_t d = lead; d < self.dim(); ++d) {
     const SymInt& t = target[d - lead];
-    if (t == 1 && self.size(d) != 1) {
+    if (t == 1 && self.sym_size(d) != 1) {
       dims.push_back(d);
     } else {
-      KILN_CHECK(t == self.size(d), "sum_to_size: size ", SymIntArrayRef(target),
-                 " is not expandable to size ", self.sizes());
+      KILN_CHECK(t == self.sym_size(d), "sum_to_size: size ", SymIntArrayRef(target),
+                 " is not expandable to size ", self.sym_sizes());
     }
   }
   if (dims.empty()) return self;

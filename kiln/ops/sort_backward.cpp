@@ -18,7 +18,7 @@ namespace {
 void check_range(const char* op, const Tensor& indices, int64_t n) {
   Tensor idx = indices.contiguous();
   const int64_t* p = idx.data_ptr<int64_t>();
-  for (int64_t i = 0; i < idx.numel(); ++i) {
+  for (int64_t i = 0; i < idx.sym_numel(); ++i) {
     KILN_CHECK(p[i] >= 0 && p[i] < n, op, ": index ", p[i],
                " is out of bounds for dimension with size ", n);
   }
@@ -71,9 +71,9 @@ std::vector<OpSample> gather_like_samples(ScalarType dt, bool scatter) {
 template <class F>
 void for_each_selected(const Tensor& indices, const std::vector<int64_t>& sizes, int64_t dim, F f) {
   Tensor idx = indices.contiguous();
-  const std::vector<int64_t> isz = idx.sizes().vec();
+  const std::vector<int64_t> isz = idx.sym_sizes().vec();
   const int64_t* p = idx.data_ptr<int64_t>();
-  for (int64_t e = 0; e < idx.numel(); ++e) {
+  for (int64_t e = 0; e < idx.sym_numel(); ++e) {
     int64_t rem = e, target = 0, mul = 1;
     for (int64_t d = static_cast<int64_t>(isz.size()) - 1; d >= 0; --d) {
       const int64_t i = rem % isz[d];
@@ -170,7 +170,7 @@ KILN_REGISTER_OP(select_along_dim)
       KILN_CHECK(in[0].dim() == in[1].dim(), op, ": self and indices must have the same number ",
                  "of dims, got ", in[0].sym_sizes(), " and ", in[1].sym_sizes());
       for (int64_t d = 0; d < in[0].dim(); ++d) {
-        KILN_CHECK(d == dim || in[0].size(d) == in[1].size(d), op, ": sizes of self ",
+        KILN_CHECK(d == dim || in[0].sym_size(d) == in[1].sym_size(d), op, ": sizes of self ",
                    in[0].sym_sizes(), " and indices ", in[1].sym_sizes(),
                    " must match except in dim ", dim);
       }
@@ -225,7 +225,7 @@ KILN_REGISTER_OP(select_along_dim)
       Tensor out = empty(in[1].sym_sizes(), TensorOptions(kFloat64));
       double* o = out.data_ptr<double>();
       const double* xp = x.data_ptr<double>();
-      for_each_selected(in[1], x.sizes().vec(), a.i(0),
+      for_each_selected(in[1], x.sym_sizes().vec(), a.i(0),
                         [&](int64_t t, int64_t e) { o[e] = xp[t]; });
       return std::vector<Tensor>{out};
     })

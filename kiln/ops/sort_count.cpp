@@ -34,7 +34,7 @@ std::vector<Acc> parallel_histogram(int64_t n, int64_t bins, Add add) {
 // The [min, max] range: the data's own when min == max, widened by 1 each side when that is one
 // point too.
 std::pair<double, double> histc_range(const Tensor& x, double lo, double hi) {
-  if (lo == hi && x.numel() > 0) {
+  if (lo == hi && x.sym_numel() > 0) {
     lo = x.min().item<double>();
     hi = x.max().item<double>();
   }
@@ -70,7 +70,7 @@ void histc_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const
     using C = cpu::compute_t<T>;
     const T* p = x.data_ptr<T>();
     const C l = static_cast<C>(lo), h = static_cast<C>(hi);
-    auto counts = parallel_histogram<int64_t>(x.numel().guard_int(), bins,
+    auto counts = parallel_histogram<int64_t>(x.sym_numel().guard_int(), bins,
                                               [&](int64_t i, std::vector<int64_t>& hist) {
                                                 const C v = static_cast<C>(p[i]);
                                                 if (v >= l && v <= h) ++hist[bin_of(v, l, h, bins)];
@@ -86,12 +86,12 @@ void check_bincount(const Tensor& x, const Tensor* weights, int64_t minlength) {
   KILN_CHECK(minlength >= 0, "bincount: minlength should be >= 0, got ", minlength);
   KILN_CHECK(x.dim() == 1 && is_integral(x.dtype(), /*include_bool=*/false),
              "bincount: only supports 1-d non-negative integral inputs, got a tensor of shape ",
-             x.sizes(), " and dtype ", x.dtype());
+             x.sym_sizes(), " and dtype ", x.dtype());
   if (weights)
-    KILN_CHECK(weights->dim() == 1 && weights->size(0) == x.size(0),
+    KILN_CHECK(weights->dim() == 1 && weights->sym_size(0) == x.sym_size(0),
                "bincount: weights should be 1-d and have the same length as input, got weights "
                "of shape ",
-               weights->sizes(), " for input of shape ", x.sizes());
+               weights->sym_sizes(), " for input of shape ", x.sym_sizes());
 }
 
 ScalarType bincount_dtype(const Tensor* weights) {
@@ -104,7 +104,7 @@ void bincount_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, co
   const int64_t minlength = a.i(0);
   check_bincount(in[0], weights, minlength);
   const Tensor x = in[0].to(kInt64).contiguous();
-  const int64_t n = x.numel().guard_int();
+  const int64_t n = x.sym_numel().guard_int();
   const int64_t* p = x.data_ptr<int64_t>();
   int64_t top = -1;
   for (int64_t i = 0; i < n; ++i) {
@@ -183,7 +183,7 @@ KILN_REGISTER_OP(histc)
       const int64_t bins = a.i(0);
       auto [lo, hi] = histc_range(x, a.f(1), a.f(2));
       std::vector<double> counts(bins, 0.0);
-      for (int64_t i = 0; i < x.numel(); ++i) {
+      for (int64_t i = 0; i < x.sym_numel(); ++i) {
         const double v = x.data_ptr<double>()[i];
         if (v < lo || v > hi) continue;
         counts[std::min<int64_t>(bins - 1, static_cast<int64_t>((v - lo) / (hi - lo) * bins))] += 1;
@@ -198,7 +198,7 @@ KILN_REGISTER_OP(bincount)
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor* weights = in.size() > 1 && in[1].defined() ? &in[1] : nullptr;
       check_bincount(in[0], weights, a.i(0));
-      const SymInt n = sorting::data_dependent_size("bincount", in[0], in[0].numel());
+      const SymInt n = sorting::data_dependent_size("bincount", in[0], in[0].sym_numel());
       return meta::one_spec({n}, bincount_dtype(weights), in[0].device());
     })
     .cpu(bincount_kernel)
@@ -242,10 +242,10 @@ KILN_REGISTER_OP(bincount)
       Tensor x = in[0].to(kInt64).contiguous();
       const int64_t* p = x.data_ptr<int64_t>();
       int64_t bins = a.i(0);
-      for (int64_t i = 0; i < x.numel(); ++i) bins = std::max(bins, p[i] + 1);
+      for (int64_t i = 0; i < x.sym_numel(); ++i) bins = std::max(bins, p[i] + 1);
       std::vector<double> out(bins, 0.0);
       Tensor w = in.size() > 1 ? in[1].to(kFloat64).contiguous() : Tensor();
-      for (int64_t i = 0; i < x.numel(); ++i)
+      for (int64_t i = 0; i < x.sym_numel(); ++i)
         out[p[i]] += w.defined() ? w.data_ptr<double>()[i] : 1;
       return std::vector<Tensor>{tensor(out, TensorOptions(kFloat64))};
     })

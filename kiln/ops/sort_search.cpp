@@ -30,7 +30,7 @@ void check_search_inputs(const Tensor& seq, const Tensor& values, const Tensor* 
              " dimension (values of shape ", values.sym_sizes(), ")");
   bool leading_match = seq.dim() == values.dim();
   for (int64_t d = 0; leading_match && d + 1 < seq.dim(); ++d)
-    leading_match = seq.size(d) == values.size(d);
+    leading_match = seq.sym_size(d) == values.sym_size(d);
   KILN_CHECK(seq.dim() == 1 || leading_match, kOp,
              ": boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
              "tensor and input value tensor must match, but we got boundaries tensor ",
@@ -66,15 +66,15 @@ void search_kernel(const Tensor& seq_in, const Tensor& values_in, const Tensor* 
                    bool right, Idx* out) {
   const ScalarType dt = meta::result_type({seq_in, values_in});
   Tensor seq = seq_in.to(dt).contiguous(), values = values_in.to(dt).contiguous();
-  const int64_t n = seq.size(-1).guard_int();
-  const int64_t seq_rows = n == 0 ? 0 : seq.numel().guard_int() / n;
-  const int64_t inner = values.dim() == 0 ? 1 : values.size(-1).guard_int();
+  const int64_t n = seq.sym_size(-1).guard_int();
+  const int64_t seq_rows = n == 0 ? 0 : seq.sym_numel().guard_int() / n;
+  const int64_t inner = values.dim() == 0 ? 1 : values.sym_size(-1).guard_int();
   Tensor sorter;
   const int64_t* sp = nullptr;
   if (sorter_in) {
     sorter = sorter_in->contiguous();
     sp = sorter.data_ptr<int64_t>();
-    for (int64_t i = 0; i < sorter.numel(); ++i)
+    for (int64_t i = 0; i < sorter.sym_numel(); ++i)
       KILN_CHECK(sp[i] >= 0 && sp[i] < n, kOp, ": sorter index out of range: ", sp[i],
                  " not in [0, ", n, ")");
   }
@@ -83,7 +83,7 @@ void search_kernel(const Tensor& seq_in, const Tensor& values_in, const Tensor* 
     using C = cpu::compute_t<T>;
     const T* s = seq.data_ptr<T>();
     const T* v = values.data_ptr<T>();
-    cpu::parallel_for(0, values.numel().guard_int(), 4096, [&](int64_t b, int64_t e) {
+    cpu::parallel_for(0, values.sym_numel().guard_int(), 4096, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const int64_t row = seq_rows <= 1 ? 0 : i / inner;
         const T* srow = s + row * n;
@@ -189,10 +189,10 @@ KILN_REGISTER_OP(searchsorted)
       const bool right = a.b(1) || (!a.is_none(2) && a.str(2) == "right");
       Tensor seq = in[0].to(kFloat64).contiguous(), v = in[1].to(kFloat64).contiguous();
       Tensor order = in.size() > 2 ? in[2].contiguous() : Tensor();
-      const int64_t n = seq.size(-1).guard_int();
-      const int64_t inner = v.dim() == 0 ? 1 : v.size(-1).guard_int();
+      const int64_t n = seq.sym_size(-1).guard_int();
+      const int64_t inner = v.dim() == 0 ? 1 : v.sym_size(-1).guard_int();
       Tensor out = empty(v.sym_sizes(), TensorOptions(kFloat64));
-      for (int64_t i = 0; i < v.numel(); ++i) {
+      for (int64_t i = 0; i < v.sym_numel(); ++i) {
         const int64_t row = seq.dim() == 1 ? 0 : i / inner;
         const double x = v.data_ptr<double>()[i];
         int64_t count = 0;  // elements before the insertion point

@@ -85,9 +85,9 @@ KILN_REGISTER_OP(topk)
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
       const int64_t dim = sorting::along_dim("topk", x, a.i(1)), k = a.i(0);
-      const SymInt n = x.dim() > 0 ? x.size(dim) : SymInt(1);
+      const SymInt n = x.dim() > 0 ? x.sym_size(dim) : SymInt(1);
       KILN_CHECK(k >= 0 && SymInt(k) <= n, "topk: k (", k, ") is out of range [0, ", n,
-                 "] for dimension ", dim, " of the input of shape ", x.sizes());
+                 "] for dimension ", dim, " of the input of shape ", x.sym_sizes());
       SymShape shape = sorting::with_dim_size(x, dim, k);
       return std::vector<TensorSpec>{meta::spec(shape, x.dtype(), x.device()),
                                      meta::spec(shape, kInt64, x.device())};
@@ -164,9 +164,9 @@ KILN_REGISTER_OP(kthvalue)
       const Tensor& x = in[0];
       const int64_t dim = sorting::along_dim("kthvalue", x, a.i(1)), k = a.i(0);
       auto specs = pick_meta("kthvalue", x, dim, a.b(2));
-      const SymInt n = x.dim() > 0 ? x.size(dim) : SymInt(1);
+      const SymInt n = x.dim() > 0 ? x.sym_size(dim) : SymInt(1);
       KILN_CHECK(k >= 1 && SymInt(k) <= n, "kthvalue: k (", k, ") is out of range [1, ", n,
-                 "] for dimension ", dim, " of the input of shape ", x.sizes());
+                 "] for dimension ", dim, " of the input of shape ", x.sym_sizes());
       return specs;
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
@@ -271,7 +271,7 @@ KILN_REGISTER_OP(mode)
       std::vector<OpSample> out;
       for (auto& x : s)
         if (x.desc != "NaN" &&  // NaN cases are in tests/ops/sort_test.cpp
-            (x.inputs[0].dim() == 0 || x.inputs[0].size(-1).guard_int() <= 16))
+            (x.inputs[0].dim() == 0 || x.inputs[0].sym_size(-1).guard_int() <= 16))
           out.push_back(x);
       return out;
     })
@@ -309,11 +309,11 @@ KILN_REGISTER_OP(median)
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       const Tensor& x = in[0];
-      if (x.numel() == 0) {
+      if (x.sym_numel() == 0) {
         out[0].fill_(is_floating_point(x.dtype()) ? Scalar(NAN) : Scalar(0));
         return;
       }
-      Tensor flat = x.reshape({x.numel()});
+      Tensor flat = x.reshape({x.sym_numel()});
       std::vector<Tensor> both = {out[0].reshape({1}), empty({1}, TensorOptions(kInt64))};
       const bool floating = is_floating_point(x.dtype());
       pick_kernel("median", flat, 0, true, both,
@@ -338,7 +338,7 @@ KILN_REGISTER_OP(median)
     })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       Tensor x = in[0].to(kFloat64).contiguous();
-      std::vector<double> v(x.data_ptr<double>(), x.data_ptr<double>() + x.numel());
+      std::vector<double> v(x.data_ptr<double>(), x.data_ptr<double>() + x.sym_numel());
       double m = NAN;
       bool nan = false;
       for (double e : v) nan = nan || std::isnan(e);

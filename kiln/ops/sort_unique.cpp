@@ -64,13 +64,13 @@ std::vector<Tensor> outputs_of_runs(const Tensor& flat, const Runs& runs, SymSha
 // Flattened unique / unique_consecutive: attrs end with (return_inverse, return_counts).
 std::vector<Tensor> flat_unique(const char* op, const Tensor& x, bool sort_first,
                                 bool return_inverse, bool return_counts) {
-  Tensor flat = x.reshape({x.numel()}).contiguous();
+  Tensor flat = x.reshape({x.sym_numel()}).contiguous();
   Runs runs;
   const bool floating = is_floating_point(x.dtype());
   cpu::for_each_row_keys(op, flat, 0, 1, [&](auto* keys, int64_t n, int64_t) {
     runs = find_runs(keys, n, floating, sort_first);
   });
-  if (flat.numel() == 0) runs.starts = {0};
+  if (flat.sym_numel() == 0) runs.starts = {0};
   return outputs_of_runs(flat, runs, x.sym_sizes(), return_inverse, return_counts);
 }
 
@@ -94,12 +94,12 @@ int64_t consecutive_dim(const Tensor& x, int64_t dim) {
 std::vector<Tensor> unique_consecutive_dim(const Tensor& x, int64_t dim, bool return_inverse,
                                            bool return_counts) {
   const char* op = "unique_consecutive";
-  const int64_t n = x.size(dim).guard_int();
+  const int64_t n = x.sym_size(dim).guard_int();
   Tensor moved = x.movedim(dim, int64_t{0}).contiguous();
-  const int64_t width = n == 0 ? 0 : moved.numel().guard_int() / n;
+  const int64_t width = n == 0 ? 0 : moved.sym_numel().guard_int() / n;
   std::vector<int64_t> starts;
   const bool floating = is_floating_point(x.dtype());
-  Tensor flat = moved.reshape({moved.numel()});
+  Tensor flat = moved.reshape({moved.sym_numel()});
   cpu::for_each_row_keys(op, flat, 0, 1, [&](auto* keys, int64_t, int64_t) {
     auto same = [&](int64_t a, int64_t b) {
       for (int64_t e = 0; e < width; ++e) {
@@ -159,7 +159,7 @@ std::vector<OpSample> unique_samples(ScalarType dt, bool with_dim) {
 std::vector<Tensor> unique_reference(const Tensor& x, bool sort_first, bool return_inverse,
                                      bool return_counts) {
   Tensor xd = x.to(kFloat64).contiguous();
-  std::vector<double> v(xd.data_ptr<double>(), xd.data_ptr<double>() + xd.numel());
+  std::vector<double> v(xd.data_ptr<double>(), xd.data_ptr<double>() + xd.sym_numel());
   std::vector<int64_t> order = sort_first ? sorting::stable_order(v) : std::vector<int64_t>{};
   if (!sort_first)
     for (size_t i = 0; i < v.size(); ++i) order.push_back(static_cast<int64_t>(i));
@@ -186,7 +186,7 @@ KILN_REGISTER_OP(unique)
         "bool return_counts=False) -> (Tensor, Tensor, Tensor)")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       const Tensor& x = in[0];
-      return unique_meta("unique", x, x.numel(), x.sym_sizes(), {}, 0, a.b(1), a.b(2));
+      return unique_meta("unique", x, x.sym_numel(), x.sym_sizes(), {}, 0, a.b(1), a.b(2));
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       out = flat_unique("unique", in[0], /*sort_first=*/true, a.b(1), a.b(2));
@@ -207,11 +207,11 @@ KILN_REGISTER_OP(unique_consecutive)
       const Tensor& x = in[0];
       auto dim = a.opt_i(2);
       if (!dim)
-        return unique_meta("unique_consecutive", x, x.numel(), x.sym_sizes(), {}, 0, a.b(0),
+        return unique_meta("unique_consecutive", x, x.sym_numel(), x.sym_sizes(), {}, 0, a.b(0),
                            a.b(1));
       const int64_t d = consecutive_dim(x, *dim);
-      return unique_meta("unique_consecutive", x, x.size(d), {x.size(d)}, x.sym_sizes(), d, a.b(0),
-                         a.b(1));
+      return unique_meta("unique_consecutive", x, x.sym_size(d), {x.sym_size(d)}, x.sym_sizes(), d,
+                         a.b(0), a.b(1));
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       auto dim = a.opt_i(2);
@@ -239,7 +239,7 @@ KILN_REGISTER_OP(unique_consecutive)
       // Along dim: the rows of the reference are the slices; compare them whole.
       const int64_t d = consecutive_dim(in[0], *dim);
       Tensor m = in[0].movedim(d, int64_t{0}).to(kFloat64).contiguous();
-      const int64_t n = m.size(0).guard_int(), w = n == 0 ? 0 : m.numel().guard_int() / n;
+      const int64_t n = m.sym_size(0).guard_int(), w = n == 0 ? 0 : m.sym_numel().guard_int() / n;
       const double* p = m.data_ptr<double>();
       std::vector<Tensor> kept;
       std::vector<double> inverse, counts;

@@ -80,8 +80,8 @@ std::vector<Tensor> reference_slices(const Tensor& x, int64_t dim, bool keepdim,
   // Move dim last, so that each slice is a contiguous run of the float64 copy.
   const bool scalar = x.dim() == 0;
   Tensor xd = (scalar ? x.reshape({1}) : x.movedim(dim, int64_t{-1})).to(kFloat64).contiguous();
-  const int64_t n = xd.size(-1).guard_int();
-  std::vector<int64_t> outer = xd.sizes().vec();
+  const int64_t n = xd.sym_size(-1).guard_int();
+  std::vector<int64_t> outer = xd.sym_sizes().vec();
   outer.pop_back();
   int64_t rows_total = 1;
   for (int64_t s : outer) rows_total *= s;

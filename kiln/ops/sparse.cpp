@@ -25,7 +25,7 @@ cpu::SpmmReduce parse_reduce(const std::string& reduce) {
 // The row of every stored entry (crow [rows + 1] -> [nnz]); integer data, no gradient.
 Tensor csr_row_ids(const Tensor& crow) {
   Tensor c = crow.to(kInt64).contiguous();
-  const int64_t rows = c.numel().guard_int() - 1;
+  const int64_t rows = c.sym_numel().guard_int() - 1;
   const int64_t* p = c.data_ptr<int64_t>();
   Tensor out = empty({p[rows]}, TensorOptions(kInt64));
   int64_t* o = out.data_ptr<int64_t>();
@@ -38,15 +38,15 @@ void check_structure(const Tensor& crow, const Tensor& col, const Tensor& values
                      int64_t cols) {
   KILN_CHECK(crow.dim() == 1 && col.dim() == 1 && values.dim() == 1,
              "sparse_csr_tensor: expected 1-D crow_indices, col_indices and values, got shapes ",
-             crow.sizes(), ", ", col.sizes(), ", ", values.sizes());
+             crow.sym_sizes(), ", ", col.sym_sizes(), ", ", values.sym_sizes());
   KILN_CHECK(crow.dtype() == kInt64 && col.dtype() == kInt64,
              "sparse_csr_tensor: crow_indices and col_indices must be int64, got ", crow.dtype(),
              " and ", col.dtype());
-  KILN_CHECK(crow.size(0) == rows + 1, "sparse_csr_tensor: crow_indices has ",
-             crow.size(0).guard_int(), " entries, expected rows + 1 = ", rows + 1);
-  const int64_t nnz = col.size(0).guard_int();
-  KILN_CHECK(values.size(0) == nnz, "sparse_csr_tensor: ", nnz, " column indices but ",
-             values.size(0).guard_int(), " values");
+  KILN_CHECK(crow.sym_size(0) == rows + 1, "sparse_csr_tensor: crow_indices has ",
+             crow.sym_size(0).guard_int(), " entries, expected rows + 1 = ", rows + 1);
+  const int64_t nnz = col.sym_size(0).guard_int();
+  KILN_CHECK(values.sym_size(0) == nnz, "sparse_csr_tensor: ", nnz, " column indices but ",
+             values.sym_size(0).guard_int(), " values");
   Tensor c = crow.contiguous(), k = col.contiguous();
   const int64_t* cp = c.data_ptr<int64_t>();
   KILN_CHECK(cp[0] == 0 && cp[rows] == nnz,
@@ -69,7 +69,7 @@ std::vector<Tensor> spmm_reference(const std::vector<Tensor>& in, const Attrs& a
   Tensor crow = in[0].contiguous(), col = in[1].contiguous();
   Tensor vals = in[2].to(kFloat64).contiguous(), dense = in[3].to(kFloat64).contiguous();
   const cpu::SpmmReduce r = parse_reduce(a.str(0));
-  const int64_t rows = crow.numel().guard_int() - 1, F = dense.size(1).guard_int();
+  const int64_t rows = crow.sym_numel().guard_int() - 1, F = dense.sym_size(1).guard_int();
   Tensor out = zeros({rows, F}, TensorOptions(kFloat64));
   const int64_t *cp = crow.data_ptr<int64_t>(), *kp = col.data_ptr<int64_t>();
   const double *vp = vals.data_ptr<double>(), *dp = dense.data_ptr<double>();
@@ -122,19 +122,20 @@ KILN_REGISTER_OP(sparse_csr_mm)
       const Tensor &crow = in[0], &values = in[2], &dense = in[3];
       const cpu::SpmmReduce r = parse_reduce(a.str(0));
       KILN_CHECK(dense.dim() == 2, "sparse_csr_mm: expected a 2-D dense operand, got shape ",
-                 dense.sizes());
+                 dense.sym_sizes());
       KILN_CHECK(values.dtype() == dense.dtype() && is_floating_point(dense.dtype()),
                  "sparse_csr_mm: values (", values.dtype(), ") and dense (", dense.dtype(),
                  ") must have the same floating dtype");
-      const SymInt rows = crow.size(0) - 1;
+      const SymInt rows = crow.sym_size(0) - 1;
       const bool arg = r == cpu::SpmmReduce::Max || r == cpu::SpmmReduce::Min;
       return std::vector<TensorSpec>{
-          meta::spec({rows, dense.size(1)}, dense.dtype(), dense.device()),
+          meta::spec({rows, dense.sym_size(1)}, dense.dtype(), dense.device()),
           // int32 entry numbers keep the arg lanes as wide as float32 values (the kernel
           // vectorises); int64 only when the entry count needs it.
-          meta::spec(arg ? SymShape{rows, dense.size(1)} : SymShape{0},
-                     in[1].size(0).maybe_int().value_or(INT64_MAX) <= INT32_MAX ? kInt32 : kInt64,
-                     dense.device())};
+          meta::spec(
+              arg ? SymShape{rows, dense.sym_size(1)} : SymShape{0},
+              in[1].sym_size(0).maybe_int().value_or(INT64_MAX) <= INT32_MAX ? kInt32 : kInt64,
+              dense.device())};
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const ScalarType work = out[0].dtype() == kFloat64 ? kFloat64 : kFloat32;
@@ -169,13 +170,13 @@ KILN_REGISTER_OP(sparse_csr_mm)
         const Tensor arg = c.output(1).to(kInt64);
         Tensor chosen = arg.clamp_min(0);
         Tensor g_kept = g * arg.ge(0).to(g.dtype());
-        Tensor dense_col = col.index_select(0, chosen.flatten()).view(arg.sizes());
+        Tensor dense_col = col.index_select(0, chosen.flatten()).view(arg.sym_sizes());
         if (c.needs_grad(2)) {
           Tensor contrib = g_kept * dense.gather(0, dense_col);
           grad_values = zeros_like(values).index_add(0, chosen.flatten(), contrib.flatten());
         }
         if (c.needs_grad(3)) {
-          Tensor v = values.index_select(0, chosen.flatten()).view(arg.sizes());
+          Tensor v = values.index_select(0, chosen.flatten()).view(arg.sym_sizes());
           grad_dense = zeros_like(dense).scatter_add(0, dense_col, g_kept * v);
         }
       }
@@ -207,7 +208,7 @@ KILN_REGISTER_OP(sparse_csr_mm)
 KILN_REGISTER_OP(sparse_csr_to_dense)
     .schema("sparse_csr_to_dense(Tensor crow, Tensor col, Tensor values, int cols) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
-      return meta::one_spec({in[0].size(0) - 1, SymInt(a.i(0))}, in[2].dtype(), in[2].device());
+      return meta::one_spec({in[0].sym_size(0) - 1, SymInt(a.i(0))}, in[2].dtype(), in[2].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const Tensor rows = csr_row_ids(in[0]);
@@ -225,7 +226,7 @@ KILN_REGISTER_OP(sparse_csr_to_dense)
     })
     .reference([](const std::vector<Tensor>& in, const Attrs& a) {
       Tensor crow = in[0].contiguous(), col = in[1].contiguous(), v = in[2].to(kFloat64);
-      const int64_t rows = crow.numel().guard_int() - 1, cols = a.i(0);
+      const int64_t rows = crow.sym_numel().guard_int() - 1, cols = a.i(0);
       Tensor out = zeros({rows, cols}, TensorOptions(kFloat64));
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = crow.data_ptr<int64_t>()[i]; j < crow.data_ptr<int64_t>()[i + 1]; ++j)
@@ -256,7 +257,7 @@ Tensor Tensor::to_dense() const {
   if (!is_sparse_csr()) return *this;
   const auto& csr = sparse_csr_impl(*this, "to_dense");
   static const OpDef& op = get_op("sparse_csr_to_dense");
-  return call_op1(op, {csr.crow_indices(), csr.col_indices(), csr.values()}, {size(1).guard_int()});
+  return call_op1(op, {csr.crow_indices(), csr.col_indices(), csr.values()}, {size(1)});
 }
 
 // The stored entries are the non-zeros, row by row; values keep the dense tensor's autograd
@@ -268,16 +269,16 @@ Tensor Tensor::to_sparse_csr() const {
   Tensor counts = mask.sum(IntArrayRef{1}).to(kInt64);
   Tensor crow = cat({zeros({1}, TensorOptions(kInt64)), counts.cumsum(0)});
   Tensor col = mask.nonzero().select(1, 1).contiguous();
-  return sparse_csr_tensor(crow, col, masked_select(mask),
-                           {size(0).guard_int(), size(1).guard_int()});
+  return sparse_csr_tensor(crow, col, masked_select(mask), {size(0), size(1)});
 }
 
 namespace sparse {
 
 Tensor mm(const Tensor& sparse, const Tensor& dense, const std::string& reduce) {
   const auto& csr = sparse_csr_impl(sparse, "sparse::mm");
-  KILN_CHECK(dense.dim() == 2 && dense.size(0) == sparse.size(1), "sparse::mm: cannot multiply a ",
-             sparse.sizes(), " sparse matrix by a dense ", dense.sizes(), " matrix");
+  KILN_CHECK(dense.dim() == 2 && dense.sym_size(0) == sparse.sym_size(1),
+             "sparse::mm: cannot multiply a ", sparse.sym_sizes(), " sparse matrix by a dense ",
+             dense.sym_sizes(), " matrix");
   static const OpDef& op = get_op("sparse_csr_mm");
   return call_op1(op, {csr.crow_indices(), csr.col_indices(), csr.values(), dense}, {reduce});
 }

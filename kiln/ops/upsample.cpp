@@ -15,15 +15,15 @@ using V = std::vector<int64_t>;
 
 // Attrs: output_size, [align_corners,] scale_h, scale_w (None: derived from the sizes).
 SymShape upsample_sizes(const char* op, const Tensor& x, const Attrs& a) {
-  KILN_CHECK(x.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got ", x.sizes());
+  KILN_CHECK(x.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got ", x.sym_sizes());
   KILN_CHECK(is_floating_point(x.dtype()), op, ": expected a floating point input, got ",
              x.dtype());
   const V o = a.ints(0);
-  KILN_CHECK(o.size() == 2 && o[0] > 0 && o[1] > 0 && x.size(2) > 0 && x.size(3) > 0, op,
-             ": input and output sizes should be greater than 0, but got input (H: ", x.size(2),
-             ", W: ", x.size(3), ") output (H: ", o.size() == 2 ? o[0] : 0,
+  KILN_CHECK(o.size() == 2 && o[0] > 0 && o[1] > 0 && x.sym_size(2) > 0 && x.sym_size(3) > 0, op,
+             ": input and output sizes should be greater than 0, but got input (H: ", x.sym_size(2),
+             ", W: ", x.sym_size(3), ") output (H: ", o.size() == 2 ? o[0] : 0,
              ", W: ", o.size() == 2 ? o[1] : 0, ")");
-  return {x.size(0), x.size(1), o[0], o[1]};
+  return {x.sym_size(0), x.sym_size(1), o[0], o[1]};
 }
 
 // PyTorch's source-to-destination scale: 1/scale_factor when one was given, else in/out.
@@ -49,9 +49,9 @@ pool::Taps nearest_taps(const Attrs& a, int d, int64_t in, int64_t out) {
 std::vector<Tensor> nearest_reference(const std::vector<Tensor>& in, const Attrs& a) {
   Tensor x = in[0].to(kFloat64).contiguous();
   const V o = a.ints(0);
-  const int64_t P = (x.size(0) * x.size(1)).guard_int();
-  const int64_t H = x.size(2).guard_int(), W = x.size(3).guard_int();
-  Tensor y = empty({x.size(0), x.size(1), o[0], o[1]}, kFloat64);
+  const int64_t P = (x.sym_size(0) * x.sym_size(1)).guard_int();
+  const int64_t H = x.sym_size(2).guard_int(), W = x.sym_size(3).guard_int();
+  Tensor y = empty({x.sym_size(0), x.sym_size(1), o[0], o[1]}, kFloat64);
   for (int64_t p = 0; p < P; ++p)
     for (int64_t oh = 0; oh < o[0]; ++oh)
       for (int64_t ow = 0; ow < o[1]; ++ow) {
@@ -96,9 +96,9 @@ pool::Taps bilinear_taps(const Attrs& a, int d, int64_t in, int64_t out) {
 std::vector<Tensor> bilinear_reference(const std::vector<Tensor>& in, const Attrs& a) {
   Tensor x = in[0].to(kFloat64).contiguous();
   const V o = a.ints(0);
-  const int64_t P = (x.size(0) * x.size(1)).guard_int();
-  const int64_t H = x.size(2).guard_int(), W = x.size(3).guard_int();
-  Tensor y = empty({x.size(0), x.size(1), o[0], o[1]}, kFloat64);
+  const int64_t P = (x.sym_size(0) * x.sym_size(1)).guard_int();
+  const int64_t H = x.sym_size(2).guard_int(), W = x.sym_size(3).guard_int();
+  Tensor y = empty({x.sym_size(0), x.sym_size(1), o[0], o[1]}, kFloat64);
   const double* px = x.data_ptr<double>();
   for (int64_t p = 0; p < P; ++p)
     for (int64_t oh = 0; oh < o[0]; ++oh)
@@ -193,7 +193,7 @@ Tensor interpolate(const Tensor& input, std::optional<std::vector<int64_t>> size
                    std::optional<bool> align_corners) {
   const bool one_d = input.dim() == 3;
   KILN_CHECK(input.dim() == 3 || input.dim() == 4, "interpolate: expected a 3-D [N, C, L] or 4-D ",
-             "[N, C, H, W] input, got ", input.sizes());
+             "[N, C, H, W] input, got ", input.sym_sizes());
   KILN_CHECK(size.has_value() != scale_factor.has_value(),
              "interpolate: only one of size or scale_factor should be defined (got ",
              size ? "both" : "neither", ")");
@@ -219,7 +219,7 @@ Tensor interpolate(const Tensor& input, std::optional<std::vector<int64_t>> size
                  "interpolate: scale_factor shape must match input shape: input is ", nd,
                  "D, scale_factor is ", scale_factor->size());
       const double s = (*scale_factor)[scale_factor->size() == 1 ? 0 : static_cast<size_t>(d)];
-      out[slot] = static_cast<int64_t>(std::floor(input.size(d + 2).guard_int() * s));
+      out[slot] = static_cast<int64_t>(std::floor(input.sym_size(d + 2).guard_int() * s));
       scales[slot] = s;
     }
   }
@@ -237,7 +237,7 @@ Tensor pixel_shuffle(const Tensor& input, int64_t r) {
              "got input with ", input.dim(), " dimension(s)");
   KILN_CHECK(r > 0, "pixel_shuffle: expects a positive upscale_factor, but got ", r);
   const int64_t nd = input.dim();
-  const SymInt c = input.size(-3), h = input.size(-2), w = input.size(-1);
+  const SymInt c = input.sym_size(-3), h = input.sym_size(-2), w = input.sym_size(-1);
   KILN_CHECK(c % (r * r) == 0, "pixel_shuffle: expects its input's 'channel' dimension to be ",
              "divisible by the square of upscale_factor, but input.size(-3)=", c,
              " is not divisible by ", r * r);
@@ -260,7 +260,7 @@ Tensor pixel_unshuffle(const Tensor& input, int64_t r) {
              "but got input with ", input.dim(), " dimension(s)");
   KILN_CHECK(r > 0, "pixel_unshuffle: expects a positive downscale_factor, but got ", r);
   const int64_t nd = input.dim();
-  const SymInt c = input.size(-3), h = input.size(-2), w = input.size(-1);
+  const SymInt c = input.sym_size(-3), h = input.sym_size(-2), w = input.sym_size(-1);
   KILN_CHECK(h % r == 0 && w % r == 0, "pixel_unshuffle: expects height and width to be ",
              "divisible by downscale_factor, but got height=", h, ", width=", w,
              ", downscale_factor=", r);

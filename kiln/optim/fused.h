@@ -38,7 +38,7 @@ void fused_update(const Tensor& param, const std::array<Tensor*, N>& buffers, co
   const bool in_place = param.dtype() == dt && param.is_contiguous();
   Tensor work = in_place ? param : param.to(dt).contiguous();
   Tensor grad = param.grad().to(dt).contiguous();
-  const int64_t n = work.numel().guard_int();
+  const int64_t n = work.numel();
   auto run = [&]<class T>() {
     T* w = work.data_ptr<T>();
     const T* g = grad.data_ptr<T>();

@@ -31,7 +31,7 @@ Tensor to_tensor(const Vec& v) { return kiln::tensor(v, TensorOptions(kFloat64))
 
 Vec to_vec(const Tensor& t) {
   const Tensor c = t.to(kFloat64).contiguous();
-  return Vec(c.data_ptr<double>(), c.data_ptr<double>() + c.numel().guard_int());
+  return Vec(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 
 // Rows of a [k, n] tensor and back ([0, n] when empty).
@@ -42,7 +42,7 @@ Tensor stack_rows(const std::deque<Vec>& rows, size_t n) {
 }
 std::deque<Vec> unstack_rows(const Tensor& t) {
   std::deque<Vec> rows;
-  for (int64_t i = 0; i < t.size(0).guard_int(); ++i) rows.push_back(to_vec(t[i]));
+  for (int64_t i = 0; i < t.size(0); ++i) rows.push_back(to_vec(t[i]));
   return rows;
 }
 
@@ -55,7 +55,7 @@ LBFGS::LBFGS(std::vector<Tensor> params, LBFGSOptions defaults)
 Vec LBFGS::flat_grad() const {
   Vec out;
   for (const Tensor& p : param_groups_[0].params()) {
-    const int64_t n = p.numel().guard_int();
+    const int64_t n = p.numel();
     if (!p.grad().defined()) {
       out.insert(out.end(), n, 0.0);
       continue;
@@ -70,7 +70,7 @@ void LBFGS::add_to_params(double t, const Vec& d) {
   NoGradGuard no_grad;
   size_t offset = 0;
   for (const Tensor& p : param_groups_[0].params()) {
-    const int64_t n = p.numel().guard_int();
+    const int64_t n = p.numel();
     Vec chunk(d.begin() + static_cast<std::ptrdiff_t>(offset),
               d.begin() + static_cast<std::ptrdiff_t>(offset + n));
     Tensor update = kiln::tensor(chunk, TensorOptions(kFloat64)).view(p.sizes());

@@ -112,10 +112,10 @@ void Optimizer::load_state_dict(const OrderedDict<std::string, Tensor>& state) {
     const Tensor* ids = state.find(group + "params");
     KILN_CHECK(ids != nullptr, "optimizer load_state_dict: missing '", group,
                "params' (the saved optimizer has fewer parameter groups)");
-    KILN_CHECK(ids->numel().guard_int() == static_cast<int64_t>(param_groups_[gi].params().size()),
+    KILN_CHECK(ids->numel() == static_cast<int64_t>(param_groups_[gi].params().size()),
                "optimizer load_state_dict: parameter group ", gi, " has ",
                param_groups_[gi].params().size(), " parameters but the saved state has ",
-               ids->numel().guard_int());
+               ids->numel());
     std::map<std::string, double> options = param_groups_[gi].options().to_map();
     for (auto& [name, value] : options)
       if (const Tensor* t = state.find(group + name)) value = t->item<double>();

@@ -21,9 +21,9 @@ TEST(Dispatch, MetaTensorsWithSymbolicSizes) {
   SymInt s0 = env.create_symbol(8);
   Tensor x = empty_meta({s0, 4});
   Tensor y = (x * x).sum({1});
-  EXPECT_EQ(y.size(0).str(), "s0");
+  EXPECT_EQ(y.sym_size(0).str(), "s0");
   Tensor z = x.view({-1});
-  EXPECT_EQ(z.size(0).str(), "4*s0");
+  EXPECT_EQ(z.sym_size(0).str(), "4*s0");
 }
 
 TEST(Dispatch, RecordingModeCapturesOpsAndAttributes) {
@@ -84,7 +84,10 @@ TEST(Tensor, FromBlobWrapsCallerMemory) {
   data[0] = 10;
   EXPECT_EQ(t[0][0].item<float>(), 10.0f);
   bool deleted = false;
-  { Tensor u = from_blob(data, {6}, [&](void*) { deleted = true; }, kFloat32); }
+  {
+    Tensor u = from_blob(
+        data, {6}, [&](void*) { deleted = true; }, kFloat32);
+  }
   EXPECT_TRUE(deleted);
 }
 

@@ -14,7 +14,7 @@ std::vector<std::string> exprs(SymIntArrayRef sizes) {
   for (const SymInt& s : sizes) out.push_back(s.str());
   return out;
 }
-std::vector<std::string> exprs(const Tensor& t) { return exprs(t.sizes()); }
+std::vector<std::string> exprs(const Tensor& t) { return exprs(t.sym_sizes()); }
 using Strs = std::vector<std::string>;
 
 bool has_guard(const ShapeEnv& env, const std::string& guard) {
@@ -40,9 +40,9 @@ TEST_F(SymbolicShapes, CatAddsTheSymbolicSizes) {
 TEST_F(SymbolicShapes, ReshapeAndViewStaySymbolic) {
   Tensor x = empty_meta({s0, 4});
   EXPECT_EQ(exprs(x.reshape({-1})), (Strs{"4*s0"}));
-  Tensor v = x.view({x.size(0) * 2, -1});
+  Tensor v = x.view({x.sym_size(0) * 2, -1});
   EXPECT_EQ(exprs(v), (Strs{"2*s0", "2"}));
-  EXPECT_EQ(exprs(v.strides()), (Strs{"2", "1"}));
+  EXPECT_EQ(exprs(v.sym_strides()), (Strs{"2", "1"}));
   EXPECT_EQ(exprs(x.flatten()), (Strs{"4*s0"}));
   EXPECT_EQ(exprs(empty_meta({s0, 4, s1}).flatten(1)), (Strs{"s0", "4*s1"}));
   EXPECT_EQ(exprs(x.unflatten(1, {2, 2})), (Strs{"s0", "2", "2"}));
@@ -69,7 +69,7 @@ TEST_F(SymbolicShapes, ViewsPermuteSymbolicDims) {
   EXPECT_EQ(exprs(x.index({indexing::Slice(), 0})), (Strs{"s0", "s1"}));
   EXPECT_EQ(exprs(empty_meta({s0, 1}).expand({s0, 5})), (Strs{"s0", "5"}));
   EXPECT_EQ(exprs(empty_meta({s0, 1}).expand({-1, s1})), (Strs{"s0", "s1"}));
-  EXPECT_EQ(exprs(empty_meta({1, 4}).expand({s0, 4}).strides()), (Strs{"0", "1"}));
+  EXPECT_EQ(exprs(empty_meta({1, 4}).expand({s0, 4}).sym_strides()), (Strs{"0", "1"}));
 }
 
 TEST_F(SymbolicShapes, StackChunkAndCopies) {
@@ -83,7 +83,7 @@ TEST_F(SymbolicShapes, StackChunkAndCopies) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(exprs(rows[0]), (Strs{"((s0+1)//2)", "4"}));
   EXPECT_EQ(exprs(rows[1]), (Strs{"-((s0+1)//2)+s0", "4"}));
-  EXPECT_EQ(rows[1].size(0).hint(), 1);
+  EXPECT_EQ(rows[1].sym_size(0).hint(), 1);
   EXPECT_EQ(exprs(x.repeat({2, 3})), (Strs{"2*s0", "12"}));
   EXPECT_EQ(exprs(x.repeat_interleave(3, 0)), (Strs{"3*s0", "4"}));
   EXPECT_EQ(exprs(x.flip({0})), (Strs{"s0", "4"}));
@@ -95,7 +95,7 @@ TEST_F(SymbolicShapes, StackChunkAndCopies) {
 TEST_F(SymbolicShapes, SpecialisingASizeRecordsAGuard) {
   Tensor x = empty_meta({s0, 4});
   EXPECT_FALSE(has_guard(env, "s0 == 3"));
-  int64_t n = x.size(0);  // specialises s0 to its hint
+  int64_t n = x.sym_size(0);  // specialises s0 to its hint
   EXPECT_EQ(n, 3);
   EXPECT_TRUE(has_guard(env, "s0 == 3"));
   // A size the expressions cannot decide is decided by the hints and recorded too.

@@ -38,11 +38,11 @@ template <typename Loader>
 std::vector<std::vector<int64_t>> epoch(Loader& loader) {
   std::vector<std::vector<int64_t>> batches;
   for (auto& batch : loader) {
-    EXPECT_EQ(batch.data.size(0).guard_int(), batch.target.size(0).guard_int());
-    EXPECT_EQ(batch.data.size(1).guard_int(), 2);
+    EXPECT_EQ(batch.data.size(0), batch.target.size(0));
+    EXPECT_EQ(batch.data.size(1), 2);
     Tensor t = batch.target.contiguous();
     const int64_t* p = t.template data_ptr<int64_t>();
-    batches.emplace_back(p, p + t.numel().guard_int());
+    batches.emplace_back(p, p + t.numel());
     // data and target belong to the same example
     Tensor d = batch.data.contiguous();
     for (size_t k = 0; k < batches.back().size(); ++k) {

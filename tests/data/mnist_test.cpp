@@ -59,8 +59,8 @@ TEST(MNIST, IdxRoundTrip) {
   EXPECT_TRUE(train.is_train());
   ASSERT_EQ(train.size().value(), 6u);
   EXPECT_EQ(train.images().dtype(), kFloat32);
-  EXPECT_EQ(train.images().sizes()[1].guard_int(), 1);
-  EXPECT_EQ(train.images().sizes()[3].guard_int(), 28);
+  EXPECT_EQ(train.images().sizes()[1], 1);
+  EXPECT_EQ(train.images().sizes()[3], 28);
   EXPECT_EQ(train.targets().dtype(), kInt64);
   Tensor img = train.images().contiguous();
   const uint8_t* raw = images.data_ptr<uint8_t>();
@@ -163,8 +163,8 @@ TEST(MNIST, LibtorchExamplePipeline) {
   int64_t target_sum = 0;
   for (auto& batch : *train_loader) {
     EXPECT_EQ(batch.data.dim(), 4);
-    EXPECT_EQ(batch.data.size(1).guard_int(), 1);
-    seen += static_cast<size_t>(batch.data.size(0).guard_int());
+    EXPECT_EQ(batch.data.size(1), 1);
+    seen += static_cast<size_t>(batch.data.size(0));
     target_sum += batch.target.sum().item().to<int64_t>();
     float v = batch.data.contiguous().data_ptr<float>()[0];
     EXPECT_GE(v, -0.1307f / 0.3081f - 1e-5f);
@@ -176,8 +176,7 @@ TEST(MNIST, LibtorchExamplePipeline) {
       data::make_data_loader(data::datasets::MNIST(root.string()).map(data::transforms::Stack<>()),
                              data::DataLoaderOptions().batch_size(3).workers(2));
   seen = 0;
-  for (const auto& batch : *test_loader)
-    seen += static_cast<size_t>(batch.target.size(0).guard_int());
+  for (const auto& batch : *test_loader) seen += static_cast<size_t>(batch.target.size(0));
   EXPECT_EQ(seen, 10u);
   fs::remove_all(root);
 }

@@ -21,7 +21,7 @@ using Shape = std::vector<int64_t>;
 
 std::string shape_str(const Tensor& t) {
   std::ostringstream os;
-  os << t.sizes();
+  os << t.sym_sizes();
   return os.str();
 }
 

@@ -73,8 +73,8 @@ Tensor clone_preserving_layout(const Tensor& t) {
   const Storage& src = i.storage();
   auto storage = std::make_shared<StorageImpl>(src->nbytes(), src->device());
   if (src->nbytes()) std::memcpy(storage->data(), src->data(), src->nbytes());
-  Tensor c(
-      std::make_shared<TensorImpl>(storage, i.dtype(), i.sizes(), i.strides(), i.storage_offset()));
+  Tensor c(std::make_shared<TensorImpl>(storage, i.dtype(), i.sym_sizes(), i.sym_strides(),
+                                        i.sym_storage_offset()));
   c.impl()->set_wrapped_number(i.is_wrapped_number());
   return c;
 }
@@ -88,8 +88,8 @@ std::vector<Tensor> clone_inputs(const std::vector<Tensor>& inputs) {
 Tensor meta_like(const Tensor& t) {
   if (!t.defined()) return t;
   const TensorImpl& i = *t.impl();
-  Tensor m(std::make_shared<TensorImpl>(StorageImpl::meta(i.device()), i.dtype(), i.sizes(),
-                                        i.strides(), i.storage_offset()));
+  Tensor m(std::make_shared<TensorImpl>(StorageImpl::meta(i.device()), i.dtype(), i.sym_sizes(),
+                                        i.sym_strides(), i.sym_storage_offset()));
   m.impl()->set_wrapped_number(i.is_wrapped_number());
   return m;
 }
@@ -177,8 +177,8 @@ double& element(const Tensor& t, int64_t j) {
   double* base = static_cast<double*>(t.data_ptr());
   int64_t off = 0, rem = j;
   for (int64_t d = t.dim() - 1; d >= 0; --d) {
-    int64_t n = t.size(d).guard_int();
-    off += (rem % n) * t.stride(d).guard_int();
+    int64_t n = t.size(d);
+    off += (rem % n) * t.stride(d);
     rem /= n;
   }
   return base[off];

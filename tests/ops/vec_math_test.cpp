@@ -22,7 +22,7 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 std::vector<float> floats(const Tensor& t) {
   Tensor c = t.to(kFloat32).contiguous();
   const float* p = c.data_ptr<float>();
-  return std::vector<float>(p, p + c.numel().guard_int());
+  return std::vector<float>(p, p + c.numel());
 }
 Tensor make(const std::vector<float>& v) {
   return from_blob(const_cast<float*>(v.data()), {static_cast<int64_t>(v.size())}, kFloat32)

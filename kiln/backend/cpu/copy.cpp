@@ -30,7 +30,7 @@ void fill(const Tensor& dst, const Scalar& value) {
     const T v = value.to<T>();
     if (dst.is_contiguous()) {
       T* p = static_cast<T*>(dst.data_ptr());
-      const int64_t n = dst.numel().guard_int();
+      const int64_t n = dst.numel();
       parallel_for(0, n, kParallelGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) p[i] = v;
       });

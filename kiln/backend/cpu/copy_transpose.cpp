@@ -115,11 +115,11 @@ bool copy_transposed(const Tensor& dst, const Tensor& src) {
   // Dims of size 1 move nothing; the rest with their strides.
   std::vector<int64_t> sizes, dst_strides, src_strides;
   for (int64_t d = 0; d < dst.dim(); ++d) {
-    const int64_t n = dst.size(d).guard_int();
+    const int64_t n = dst.size(d);
     if (n == 1) continue;
     sizes.push_back(n);
-    dst_strides.push_back(dst.stride(d).guard_int());
-    src_strides.push_back(src.stride(d).guard_int());
+    dst_strides.push_back(dst.stride(d));
+    src_strides.push_back(src.stride(d));
   }
   const int64_t last = static_cast<int64_t>(sizes.size()) - 1;
   if (last < 1 || src_strides[last] == 1 || sizes[last] < 8) return false;

@@ -38,15 +38,15 @@ LoopPlan<N> plan_loop(const Tensor& out, const std::array<const Tensor*, N>& ins
   // Size-1 dims are dropped, and dim d merges into the one before when contiguous with it for
   // every operand. Broadcast dims of an input get stride 0.
   for (int64_t d = 0; d < nd; ++d) {
-    const int64_t size = osz[d].guard_int();
+    const int64_t size = osz[d];
     p.numel *= size;
     if (size == 1) continue;
     std::array<int64_t, N + 1> stride;
-    stride[0] = out.impl()->strides()[d].guard_int();
+    stride[0] = out.impl()->strides()[d];
     for (size_t k = 0; k < N; ++k) {
       const TensorImpl& t = *ins[k]->impl();
       const int64_t td = d - (nd - t.dim());
-      stride[k + 1] = td >= 0 && t.sizes()[td].guard_int() != 1 ? t.strides()[td].guard_int() : 0;
+      stride[k + 1] = td >= 0 && t.sizes()[td] != 1 ? t.strides()[td] : 0;
     }
     if (!p.sizes.empty()) {
       bool mergeable = true;

@@ -22,8 +22,8 @@ ReducePlan plan_reduce(const Tensor& x, const std::vector<int64_t>& dims) {
   ReducePlan p;
   std::vector<Dim> kept, red;
   for (int64_t d = 0; d < x.dim(); ++d) {
-    const int64_t n = x.impl()->sizes()[d].guard_int();
-    const int64_t s = x.impl()->strides()[d].guard_int();
+    const int64_t n = x.impl()->sizes()[d];
+    const int64_t s = x.impl()->strides()[d];
     if (is_reduced(dims, d)) {
       p.reduced *= n;
       if (n != 1) red.push_back({n, s});
@@ -86,7 +86,7 @@ Tensor reduced_dims_innermost(const Tensor& x, const std::vector<int64_t>& dims)
   }
   Tensor permuted(std::make_shared<TensorImpl>(x.impl()->storage(), x.dtype(), sizes, strides,
                                                x.impl()->storage_offset()));
-  const int64_t n = x.numel().guard_int();
+  const int64_t n = x.numel();
   auto storage =
       std::make_shared<StorageImpl>(static_cast<size_t>(n) * x.element_size(), x.device());
   Tensor out(std::make_shared<TensorImpl>(std::move(storage), x.dtype(), sizes,

@@ -25,8 +25,8 @@ void arg_reduce(const Tensor& x, int64_t dim, T* values, int64_t* indices) {
   std::vector<int64_t> sizes, strides;
   int64_t R = 1, s = 1, outputs = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
-    const int64_t n = x.impl()->sizes()[d].guard_int();
-    const int64_t st = x.impl()->strides()[d].guard_int();
+    const int64_t n = x.impl()->sizes()[d];
+    const int64_t st = x.impl()->strides()[d];
     if (d == dim) {
       R = n;
       s = st;

@@ -14,7 +14,7 @@ template <class T, class Acc, class Op>
 void scan(const Tensor& x, int64_t dim, T* out, Acc init, Op op) {
   int64_t outer = 1, R = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
-    const int64_t n = x.impl()->sizes()[d].guard_int();
+    const int64_t n = x.impl()->sizes()[d];
     if (d < dim)
       outer *= n;
     else if (d == dim)

@@ -150,7 +150,7 @@ void softmax_as(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   int64_t outer = 1, R = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
-    const int64_t n = x.impl()->sizes()[d].guard_int();
+    const int64_t n = x.impl()->sizes()[d];
     if (d < dim)
       outer *= n;
     else if (d == dim)

@@ -4,7 +4,7 @@ namespace kiln::cpu {
 
 Rows::Rows(const Tensor& t, int64_t dim) {
   for (int64_t d = 0; d < t.dim(); ++d) {
-    const int64_t n = t.size(d).guard_int(), s = t.stride(d).guard_int();
+    const int64_t n = t.size(d), s = t.stride(d);
     if (d == dim) {
       length_ = n;
       stride_ = s;

@@ -113,8 +113,8 @@ void spmm_rows(const int64_t* crow, const int64_t* col, const T* values, const T
 
 void spmm(const Tensor& crow, const Tensor& col, const Tensor& values, const Tensor& dense,
           SpmmReduce reduce, Tensor& out, Tensor& arg) {
-  const int64_t rows = out.size(0).guard_int(), F = out.size(1).guard_int();
-  const bool has_arg = arg.defined() && arg.numel().guard_int() > 0;
+  const int64_t rows = out.size(0), F = out.size(1);
+  const bool has_arg = arg.defined() && arg.numel() > 0;
   auto run = [&]<class T>() {
     const int64_t* cp = crow.data_ptr<int64_t>();
     const int64_t* kp = col.data_ptr<int64_t>();

@@ -15,7 +15,7 @@ namespace {
 Tensor additive_mask(const Tensor& mask, ScalarType dtype) {
   if (!mask.defined()) return mask;
   if (mask.dtype() == kBool)
-    return zeros(mask.sizes(), TensorOptions(dtype))
+    return zeros(mask.sym_sizes(), TensorOptions(dtype))
         .masked_fill(mask, -std::numeric_limits<double>::infinity());
   return mask.to(dtype);
 }
@@ -68,7 +68,7 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(
   const int64_t E = options.embed_dim(), H = options.num_heads(), hd = E / H;
   KILN_CHECK(query.dim() == 3 || query.dim() == 2,
              "MultiheadAttention: query should be unbatched 2-D or batched 3-D, got shape ",
-             query.sizes());
+             query.sym_sizes());
   const bool unbatched = query.dim() == 2;
   // Work in (L, N, E) as PyTorch's functional form does.
   auto seq_first = [&](const Tensor& t) {
@@ -76,9 +76,9 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(
     return options.batch_first() ? t.transpose(0, 1) : t;
   };
   Tensor q = seq_first(query), k = seq_first(key), v = seq_first(value);
-  KILN_CHECK(q.size(2) == E, "MultiheadAttention: expected query feature size ", E, ", got ",
-             q.sizes());
-  const SymInt L = q.size(0), N = q.size(1);
+  KILN_CHECK(q.sym_size(2) == E, "MultiheadAttention: expected query feature size ", E, ", got ",
+             q.sym_sizes());
+  const SymInt L = q.sym_size(0), N = q.sym_size(1);
 
   Tensor bq, bk, bv;
   if (in_proj_bias.defined()) {
@@ -95,7 +95,7 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(
 
   Tensor mask = additive_mask(attn_mask, q.dtype());
   if (is_causal && !mask.defined()) {
-    const int64_t l = L.guard_int(), s = k.size(0).guard_int();
+    const int64_t l = L.guard_int(), s = k.sym_size(0).guard_int();
     mask = additive_mask(ones({l, s}, TensorOptions(kBool)).triu(1), q.dtype());
   }
   Tensor pad_mask = additive_mask(key_padding_mask, q.dtype());
@@ -110,7 +110,7 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(
   }
   // (S, N, E) -> (N, H, S, hd)
   auto heads = [&](const Tensor& t) {
-    return t.reshape({t.size(0), N, SymInt(H), SymInt(hd)}).permute({1, 2, 0, 3});
+    return t.reshape({t.sym_size(0), N, SymInt(H), SymInt(hd)}).permute({1, 2, 0, 3});
   };
   q = heads(q), k = heads(k), v = heads(v);
   if (options.add_zero_attn()) {
@@ -118,7 +118,7 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(
     v = cat({v, zeros({N, SymInt(H), SymInt(1), SymInt(hd)}, v.options())}, 2);
     append_column(mask), append_column(pad_mask);
   }
-  const SymInt S = k.size(2);
+  const SymInt S = k.sym_size(2);
   // Combine masks into one (N, H, L, S) additive mask.
   Tensor merged;
   if (mask.defined())

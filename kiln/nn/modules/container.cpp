@@ -10,7 +10,7 @@ void print_parameters(std::ostream& stream, const char* title,
   stream << title << "(";
   for (const auto& p : params)
     stream << "\n  (" << p.key() << "): Parameter containing: [" << dtype_name(p->dtype())
-           << " of size " << p->sizes() << "]";
+           << " of size " << p->sym_sizes() << "]";
   stream << (params.is_empty() ? ")" : "\n)");
 }
 

@@ -17,7 +17,7 @@ Tensor pad_spatial(const Tensor& x, const std::vector<int64_t>& lo, const std::v
   if (mode == "circular") {
     Tensor y = x;
     for (int64_t d = 0; d < D; ++d) {
-      const int64_t dim = y.dim() - D + d, n = y.size(dim).guard_int();
+      const int64_t dim = y.dim() - D + d, n = y.sym_size(dim).guard_int();
       KILN_CHECK(lo[d] <= n && hi[d] <= n, "circular padding of ", lo[d], "/", hi[d],
                  " is larger than the input size ", n, " of dim ", dim);
       y = cat({y.narrow(dim, n - lo[d], lo[d]), y, y.narrow(dim, 0, hi[d])}, dim);
@@ -121,7 +121,7 @@ Tensor ConvNdImpl<D, Transposed>::forward(const Tensor& input,
                " elements, got ", given);
     for (size_t d = 0; d < D; ++d) {
       const int64_t in =
-          x.size(x.dim() - static_cast<int64_t>(D) + static_cast<int64_t>(d)).guard_int();
+          x.sym_size(x.dim() - static_cast<int64_t>(D) + static_cast<int64_t>(d)).guard_int();
       const int64_t min_size =
           (in - 1) * o.stride()[d] - 2 * lo[d] + o.dilation()[d] * (o.kernel_size()[d] - 1) + 1;
       out_pad[d] = output_size[given - D + d] - min_size;

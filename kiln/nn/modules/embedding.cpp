@@ -35,7 +35,7 @@ EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& options_) : options(options
   if (options._weight().defined()) {
     const SymShape expected{options.num_embeddings(), options.embedding_dim()};
     KILN_CHECK(options._weight().sym_sizes() == expected, "Embedding: _weight has shape ",
-               options._weight().sizes(), ", expected [", options.num_embeddings(), ", ",
+               options._weight().sym_sizes(), ", expected [", options.num_embeddings(), ", ",
                options.embedding_dim(), "]");
     weight = register_parameter("weight", options._weight());
   } else {
@@ -95,16 +95,16 @@ Tensor EmbeddingBagImpl::forward(const Tensor& input, const Tensor& offsets,
   int64_t bags = 0;
   if (input.dim() == 2) {
     KILN_CHECK(!offsets.defined(), "EmbeddingBag: offsets has to be undefined for a 2-D input");
-    bags = input.size(0).guard_int();
-    const int64_t len = input.size(1).guard_int();
+    bags = input.sym_size(0).guard_int();
+    const int64_t len = input.sym_size(1).guard_int();
     flat = input.reshape({-1});
     segment = arange(bags * len, TensorOptions(kInt64)).div(len, "floor");
   } else {
     KILN_CHECK(input.dim() == 1 && offsets.defined() && offsets.dim() == 1,
-               "EmbeddingBag: a 1-D input needs 1-D offsets (got input ", input.sizes(), ")");
-    bags = offsets.size(0).guard_int() - (options.include_last_offset() ? 1 : 0);
+               "EmbeddingBag: a 1-D input needs 1-D offsets (got input ", input.sym_sizes(), ")");
+    bags = offsets.sym_size(0).guard_int() - (options.include_last_offset() ? 1 : 0);
     // Element i belongs to the last bag whose offset is <= i.
-    Tensor pos = arange(flat.size(0).guard_int(), TensorOptions(kInt64));
+    Tensor pos = arange(flat.sym_size(0).guard_int(), TensorOptions(kInt64));
     segment = pos.unsqueeze(0).ge(offsets.slice(0, 0, bags).unsqueeze(1)).sum(IntArrayRef{0}) - 1;
   }
   renorm_rows(weight, flat, options.max_norm(), options.norm_type());
@@ -116,13 +116,13 @@ Tensor EmbeddingBagImpl::forward(const Tensor& input, const Tensor& offsets,
   const int64_t dim = options.embedding_dim();
   Tensor out = zeros({bags, dim}, rows.options());
   if (mode == "max") {
-    Tensor idx = segment.unsqueeze(1).expand({segment.size(0), SymInt(dim)});
+    Tensor idx = segment.unsqueeze(1).expand({segment.sym_size(0), SymInt(dim)});
     return out.scatter_reduce(0, idx, rows, "amax", /*include_self=*/false);
   }
   out = out.index_add(0, segment, rows);
   if (mode == "sum") return out;
   Tensor ones_per_row =
-      keep.defined() ? keep.to(rows.dtype()) : ones({flat.size(0)}, rows.options());
+      keep.defined() ? keep.to(rows.dtype()) : ones({flat.sym_size(0)}, rows.options());
   Tensor counts = zeros({bags}, rows.options()).index_add(0, segment, ones_per_row);
   return out / counts.clamp_min(1).unsqueeze(1);
 }

@@ -68,14 +68,14 @@ void BilinearImpl::pretty_print(std::ostream& stream) const {
 Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight,
                 const Tensor& bias) {
   KILN_CHECK(weight.dim() == 3, "bilinear: expected a 3-D weight [out, in1, in2], got shape ",
-             weight.sizes());
-  KILN_CHECK(input1.dim() >= 1 && input1.size(-1) == weight.size(1) && input2.dim() >= 1 &&
-                 input2.size(-1) == weight.size(2),
-             "bilinear: input1 ", input1.sizes(), " and input2 ", input2.sizes(),
-             " do not match the weight's in1/in2 features (weight ", weight.sizes(), ")");
-  const SymInt out = weight.size(0), in2 = weight.size(2);
+             weight.sym_sizes());
+  KILN_CHECK(input1.dim() >= 1 && input1.sym_size(-1) == weight.sym_size(1) && input2.dim() >= 1 &&
+                 input2.sym_size(-1) == weight.sym_size(2),
+             "bilinear: input1 ", input1.sym_sizes(), " and input2 ", input2.sym_sizes(),
+             " do not match the weight's in1/in2 features (weight ", weight.sym_sizes(), ")");
+  const SymInt out = weight.sym_size(0), in2 = weight.sym_size(2);
   // (x1 @ W viewed [in1, out*in2]) gives x1^T W[o] per o; contracting with x2 finishes it.
-  Tensor w = weight.permute({1, 0, 2}).reshape({weight.size(1), out * in2});
+  Tensor w = weight.permute({1, 0, 2}).reshape({weight.sym_size(1), out * in2});
   Tensor t = input1.matmul(w).unflatten(-1, {out, in2});
   Tensor y = (t * input2.unsqueeze(-2)).sum(IntArrayRef{-1});
   return bias.defined() ? y + bias : y;

@@ -21,7 +21,7 @@ const char* bool_text(bool b) { return b ? "true" : "false"; }
 void check_input_dims(const Tensor& input, int64_t lo, int64_t hi, const char* name) {
   KILN_CHECK(input.dim() >= lo && input.dim() <= hi, name, ": expected ", lo,
              lo == hi ? "" : (std::string(" or ") + std::to_string(hi)).c_str(), "-D input (got ",
-             input.dim(), "-D input of shape ", input.sizes(), ")");
+             input.dim(), "-D input of shape ", input.sym_sizes(), ")");
 }
 
 }  // namespace

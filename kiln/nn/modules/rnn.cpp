@@ -108,12 +108,12 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run(const Tensor& input, Tensor 
   const bool batched = input.dim() == 3;
   const Tensor x =
       batched ? (base_.batch_first ? input.transpose(0, 1) : input) : input.unsqueeze(1);
-  KILN_CHECK(x.size(-1) == base_.input_size,
+  KILN_CHECK(x.sym_size(-1) == base_.input_size,
              "input.size(-1) must be equal to input_size. Expected ", base_.input_size, ", got ",
-             x.size(-1));
+             x.sym_size(-1));
   const int64_t dirs = base_.bidirectional ? 2 : 1, layers = base_.num_layers;
   const int64_t real_hidden = base_.proj_size > 0 ? base_.proj_size : base_.hidden_size;
-  const SymInt n = x.size(1);
+  const SymInt n = x.sym_size(1);
   const SymShape h_shape{layers * dirs, n, real_hidden},
       c_shape{layers * dirs, n, base_.hidden_size};
   if (hx.defined()) {
@@ -126,10 +126,10 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run(const Tensor& input, Tensor 
       hx = hx.unsqueeze(1);
       if (lstm) cx = cx.unsqueeze(1);
     }
-    KILN_CHECK(hx.sizes() == SymIntArrayRef(h_shape), "Expected hidden", lstm ? "[0]" : "",
-               " size ", tuple_string(h_shape), ", got ", hx.sizes());
-    KILN_CHECK(!lstm || cx.sizes() == SymIntArrayRef(c_shape), "Expected hidden[1] size ",
-               tuple_string(c_shape), ", got ", cx.sizes());
+    KILN_CHECK(hx.sym_sizes() == SymIntArrayRef(h_shape), "Expected hidden", lstm ? "[0]" : "",
+               " size ", tuple_string(h_shape), ", got ", hx.sym_sizes());
+    KILN_CHECK(!lstm || cx.sym_sizes() == SymIntArrayRef(c_shape), "Expected hidden[1] size ",
+               tuple_string(c_shape), ", got ", cx.sym_sizes());
   } else {
     hx = zeros(h_shape, x.options());
     if (lstm) cx = zeros(c_shape, x.options());
@@ -206,23 +206,24 @@ void RNNCellImplBase::pretty_print(std::ostream& stream) const {
 std::tuple<Tensor, bool> RNNCellImplBase::batch_input(const Tensor& input) const {
   KILN_CHECK(input.dim() == 1 || input.dim() == 2, name_, ": Expected input to be 1D or 2D, got ",
              input.dim(), "D instead");
-  KILN_CHECK(input.size(-1) == input_size_, name_, ": input has inconsistent input_size: got ",
-             input.size(-1), " expected ", input_size_, " (input shape ", input.sizes(), ")");
+  KILN_CHECK(input.sym_size(-1) == input_size_, name_, ": input has inconsistent input_size: got ",
+             input.sym_size(-1), " expected ", input_size_, " (input shape ", input.sym_sizes(),
+             ")");
   const bool batched = input.dim() == 2;
   return {batched ? input : input.unsqueeze(0), batched};
 }
 
 Tensor RNNCellImplBase::batch_state(const Tensor& state, const Tensor& input, bool batched,
                                     const char* what) const {
-  if (!state.defined()) return zeros({input.size(0), SymInt(hidden_size_)}, input.options());
+  if (!state.defined()) return zeros({input.sym_size(0), SymInt(hidden_size_)}, input.options());
   KILN_CHECK(state.dim() == (batched ? 2 : 1), name_, ": Expected ", what, " to be ",
              batched ? "2D" : "1D", " for ", batched ? "batched" : "unbatched", " input, got ",
              state.dim(), "D instead");
   const Tensor s = batched ? state : state.unsqueeze(0);
-  KILN_CHECK(s.size(1) == hidden_size_, name_, ": ", what, " has inconsistent hidden_size: got ",
-             s.size(1), ", expected ", hidden_size_);
-  KILN_CHECK(s.size(0) == input.size(0), name_, ": Input batch size ", input.size(0),
-             " doesn't match ", what, " batch size ", s.size(0));
+  KILN_CHECK(s.sym_size(1) == hidden_size_, name_, ": ", what,
+             " has inconsistent hidden_size: got ", s.sym_size(1), ", expected ", hidden_size_);
+  KILN_CHECK(s.sym_size(0) == input.sym_size(0), name_, ": Input batch size ", input.sym_size(0),
+             " doesn't match ", what, " batch size ", s.sym_size(0));
   return s;
 }
 

@@ -187,9 +187,9 @@ Tensor TransformerImpl::forward(const Tensor& src, const Tensor& tgt, const Tens
                                 const Tensor& tgt_key_padding_mask,
                                 const Tensor& memory_key_padding_mask) {
   const int64_t batch_dim = options.batch_first() ? 0 : 1;
-  KILN_CHECK(src.dim() != 3 || src.size(batch_dim) == tgt.size(batch_dim),
-             "Transformer: the batch number of src and tgt must be equal (src ", src.sizes(),
-             ", tgt ", tgt.sizes(), ")");
+  KILN_CHECK(src.dim() != 3 || src.sym_size(batch_dim) == tgt.sym_size(batch_dim),
+             "Transformer: the batch number of src and tgt must be equal (src ", src.sym_sizes(),
+             ", tgt ", tgt.sym_sizes(), ")");
   Tensor memory = encoder->forward(src, src_mask, src_key_padding_mask);
   return decoder->forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
                           memory_key_padding_mask);
