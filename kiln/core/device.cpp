@@ -10,9 +10,9 @@ Device::Device(const std::string& spec) {
   auto colon = spec.find(':');
   std::string kind = spec.substr(0, colon);
   if (kind == "cpu") {
-    type = DeviceType::CPU;
+    type_ = DeviceType::CPU;
   } else if (kind == "cuda") {
-    type = DeviceType::CUDA;
+    type_ = DeviceType::CUDA;
   } else {
     KILN_FAIL("Device: unknown device '", spec, "'; expected 'cpu', 'cuda' or 'cuda:N'");
   }
@@ -26,13 +26,13 @@ Device::Device(const std::string& spec) {
     }
     KILN_CHECK(parsed >= 0 && parsed <= INT8_MAX, "Device: bad device index in '", spec,
                "'; expected an integer in [0, 127]");
-    index = static_cast<int8_t>(parsed);
+    index_ = static_cast<int8_t>(parsed);
   }
 }
 
 std::string Device::str() const {
-  std::string s = type == DeviceType::CPU ? "cpu" : "cuda";
-  if (index >= 0) s += ":" + std::to_string(index);
+  std::string s = type_ == DeviceType::CPU ? "cpu" : "cuda";
+  if (index_ >= 0) s += ":" + std::to_string(index_);
   return s;
 }
 

@@ -11,18 +11,24 @@ constexpr int kNumDeviceTypes = 2;
 constexpr DeviceType kCPU = DeviceType::CPU;
 constexpr DeviceType kCUDA = DeviceType::CUDA;
 
-struct Device {
-  DeviceType type = DeviceType::CPU;
-  int8_t index = -1;  // -1: the current device of that type
-
+class Device {
+ public:
   Device() = default;
-  Device(DeviceType t, int index = -1) : type(t), index(static_cast<int8_t>(index)) {}
-  explicit Device(const std::string& spec);  // "cpu", "cuda", "cuda:1"
+  Device(DeviceType t, int index = -1) : type_(t), index_(static_cast<int8_t>(index)) {}  // NOLINT
+  Device(const std::string& spec);  // NOLINT: "cpu", "cuda", "cuda:1", as libtorch's
 
-  bool is_cpu() const { return type == DeviceType::CPU; }
-  bool is_cuda() const { return type == DeviceType::CUDA; }
-  bool operator==(const Device& o) const { return type == o.type && index == o.index; }
+  DeviceType type() const { return type_; }
+  int8_t index() const { return index_; }  // -1: the current device of that type
+  bool has_index() const { return index_ != -1; }
+  void set_index(int8_t index) { index_ = index; }
+  bool is_cpu() const { return type_ == DeviceType::CPU; }
+  bool is_cuda() const { return type_ == DeviceType::CUDA; }
+  bool operator==(const Device& o) const { return type_ == o.type_ && index_ == o.index_; }
   std::string str() const;
+
+ private:
+  DeviceType type_ = DeviceType::CPU;
+  int8_t index_ = -1;
 };
 std::ostream& operator<<(std::ostream& os, const Device& d);
 

@@ -118,7 +118,7 @@ std::vector<Tensor> make_outputs(const OpDef& op, const std::vector<Tensor>& inp
 std::vector<Tensor> run_eager(const OpDef& op, const std::vector<Tensor>& inputs,
                               const Attrs& attrs) {
   Device device = pick_device(op, inputs);
-  const KernelFn& kernel = op.kernels[static_cast<int>(device.type)];
+  const KernelFn& kernel = op.kernels[static_cast<int>(device.type())];
   std::vector<Tensor> outs;
   if (op.dynamic_output) {
     KILN_CHECK(kernel, op.name, ": no kernel for device ", device);

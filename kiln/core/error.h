@@ -26,6 +26,12 @@ class ValueError : public Error {
   using Error::Error;
 };
 
+// An index outside a list or dimension (c10::IndexError).
+class IndexError : public Error {
+ public:
+  using Error::Error;
+};
+
 // An allocation that the device cannot satisfy (c10::OutOfMemoryError).
 class OutOfMemoryError : public Error {
  public:

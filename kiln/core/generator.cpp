@@ -72,7 +72,7 @@ struct Defaults {
   }
   std::unique_ptr<Generator>& slot(Device device) {
     if (device.is_cpu()) return cpu;
-    const int index = device.index < 0 ? 0 : device.index;
+    const int index = device.index() < 0 ? 0 : device.index();
     KILN_CHECK(index < kMaxCudaDevices, "default_generator: device index ", index, " out of range");
     return cuda[index];
   }

@@ -216,9 +216,9 @@ std::string dtype_str(ScalarType t) { return "kiln." + std::string(dtype_name(t)
 std::optional<std::string> device_suffix(const Tensor& t) {
   if (t.is_meta()) return "device='meta'";
   const Device d = t.device(), def = default_device();
-  const int index = d.index < 0 ? 0 : d.index, def_index = def.index < 0 ? 0 : def.index;
+  const int index = d.index() < 0 ? 0 : d.index(), def_index = def.index() < 0 ? 0 : def.index();
   const std::string name = d.is_cpu() ? "cpu" : "cuda:" + std::to_string(index);
-  if (d.type != def.type || (d.is_cuda() && index != def_index)) return "device='" + name + "'";
+  if (d.type() != def.type() || (d.is_cuda() && index != def_index)) return "device='" + name + "'";
   return std::nullopt;
 }
 

@@ -28,6 +28,10 @@ void throw_size_too_large(uint64_t v) {
   throw OverflowError(str_cat("size ", v, " does not fit int64"));
 }
 
+void throw_index_out_of_range(const char* what, size_t index, size_t size) {
+  throw IndexError(str_cat(what, ": index ", index, " is out of range for a list of ", size));
+}
+
 }  // namespace detail
 
 namespace {

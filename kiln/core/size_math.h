@@ -21,6 +21,7 @@ class StorageImpl;
 namespace detail {
 [[noreturn]] void throw_size_overflow(int64_t a, char op, int64_t b);
 [[noreturn]] void throw_size_too_large(uint64_t v);
+[[noreturn]] void throw_index_out_of_range(const char* what, size_t index, size_t size);
 }  // namespace detail
 
 inline int64_t checked_add(int64_t a, int64_t b) {

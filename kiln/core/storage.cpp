@@ -33,7 +33,7 @@ Allocator* get_allocator(DeviceType t) {
 void set_allocator(DeviceType t, Allocator* a) { g_allocators[static_cast<int>(t)] = a; }
 
 StorageImpl::StorageImpl(size_t nbytes, Device device)
-    : nbytes_(nbytes), device_(device), allocator_(get_allocator(device.type)) {
+    : nbytes_(nbytes), device_(device), allocator_(get_allocator(device.type())) {
   data_ = allocator_->allocate(nbytes);
 }
 

@@ -12,6 +12,7 @@
 
 #include "kiln/core/array_ref.h"
 #include "kiln/core/error.h"
+#include "kiln/core/memory_format.h"
 #include "kiln/core/scalar.h"
 #include "kiln/core/tensor_impl.h"
 #include "kiln/core/tensor_options.h"
@@ -24,25 +25,37 @@ class TensorIndex;
 class Generator;
 
 // Unary pointwise ops that are also methods and have an in-place form (x.exp(), x.exp_()).
-#define KILN_UNARY_METHOD_OPS(_)                                                                  \
-  _(neg)                                                                                          \
-  _(abs)                                                                                          \
-  _(sign) _(exp) _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) \
-      _(sin) _(cos) _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu)     \
-          _(erf) _(erfc) _(erfinv) _(floor) _(ceil) _(round) _(trunc) _(frac) _(logical_not)      \
+#define KILN_UNARY_METHOD_OPS(_)                                                                 \
+  _(neg)                                                                                         \
+  _(abs)                                                                                         \
+  _(sign)                                                                                        \
+  _(exp) _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) _(sin) \
+      _(cos) _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu) _(erf)    \
+          _(erfc) _(erfinv) _(floor) _(ceil) _(round) _(trunc) _(frac) _(logical_not)            \
               _(bitwise_not) _(square)
 
 // Binary pointwise ops that are also methods, with tensor or scalar `other` and in-place forms.
-#define KILN_BINARY_METHOD_OPS(_)                                                                \
-  _(mul)                                                                                         \
-  _(div)                                                                                         \
-  _(pow) _(atan2) _(maximum) _(minimum) _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) \
+#define KILN_BINARY_METHOD_OPS(_)                                                         \
+  _(mul)                                                                                  \
+  _(div)                                                                                  \
+  _(pow)                                                                                  \
+  _(atan2) _(maximum) _(minimum) _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) \
       _(logical_and) _(logical_or) _(logical_xor) _(bitwise_and) _(bitwise_or) _(bitwise_xor)
 
 class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  ~Tensor() = default;
+  // Assigning to a named tensor rebinds the handle; assigning to a temporary (x[0] = y,
+  // x.select(1, 2) = 0.5, x.index({...}) = y) writes into the elements it views, as in libtorch.
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  Tensor& operator=(const Tensor& src) && { return copy_(src); }
+  Tensor& operator=(Tensor&& src) && { return copy_(src); }
+  Tensor& operator=(const Scalar& value) && { return fill_(value); }
 
   // ---- handle and metadata ----
   bool defined() const { return impl_ != nullptr; }
@@ -84,6 +97,17 @@ class Tensor {
   void* data_ptr() const;
   template <class T>
   T* data_ptr() const;  // checks T against dtype()
+  template <class T>
+  T* mutable_data_ptr() const {
+    return data_ptr<T>();
+  }
+  // libtorch's deprecated spelling of data_ptr<T>().
+  template <class T>
+  T* data() const {
+    return data_ptr<T>();
+  }
+  // The same elements without autograd history (libtorch's Tensor::data()).
+  Tensor data() const { return detach(); }
   template <class T>
   const T* const_data_ptr() const {
     return data_ptr<T>();
@@ -149,7 +173,18 @@ class Tensor {
   Tensor cuda() const { return to(Device(kCUDA)); }
   Tensor toType(ScalarType t) const { return to(t); }
   Tensor type_as(const Tensor& other) const { return to(other.dtype()); }
-  Tensor contiguous() const;
+  Tensor contiguous(MemoryFormat format = MemoryFormat::Contiguous) const;
+  bool is_contiguous(MemoryFormat format) const;
+  MemoryFormat suggest_memory_format() const;
+  // New tensors with this tensor's dtype and device unless `options` says otherwise.
+  Tensor new_empty(SymIntList size, const TensorOptions& options = {}) const;
+  Tensor new_zeros(SymIntList size, const TensorOptions& options = {}) const;
+  Tensor new_ones(SymIntList size, const TensorOptions& options = {}) const;
+  Tensor new_full(SymIntList size, const Scalar& fill_value,
+                  const TensorOptions& options = {}) const;
+  Tensor new_empty_strided(SymIntList size, SymIntList stride,
+                           const TensorOptions& options = {}) const;
+  Tensor new_tensor(const Tensor& data) const;
   Tensor clone() const;
   Tensor& copy_(const Tensor& src, bool non_blocking = false);
   Tensor& fill_(const Scalar& value);
@@ -161,6 +196,7 @@ class Tensor {
   Tensor bernoulli(Generator* gen = nullptr) const;
   Tensor& random_(int64_t from, int64_t to, Generator* gen = nullptr);
   Tensor& exponential_(double lambd = 1, Generator* gen = nullptr);
+  Tensor multinomial(int64_t num_samples, bool replacement = false, Generator* gen = nullptr) const;
 
   // ---- pointwise (ops/pointwise.h) ----
 #define KILN_DECLARE_UNARY_METHOD(name) \
@@ -216,6 +252,10 @@ class Tensor {
   Tensor isnan() const;
   Tensor isinf() const;
   Tensor isfinite() const;
+  Tensor isclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+                 bool equal_nan = false) const;
+  bool allclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+                bool equal_nan = false) const;
   Tensor nan_to_num(std::optional<double> nan = std::nullopt,
                     std::optional<double> posinf = std::nullopt,
                     std::optional<double> neginf = std::nullopt) const;
@@ -226,10 +266,10 @@ class Tensor {
 
   // ---- reductions (ops/reduce.h) ----
   Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;
-  Tensor sum(IntArrayRef dim, bool keepdim = false,
+  Tensor sum(OptionalIntArrayRef dim, bool keepdim = false,
              std::optional<ScalarType> dtype = std::nullopt) const;
   Tensor mean(std::optional<ScalarType> dtype = std::nullopt) const;
-  Tensor mean(IntArrayRef dim, bool keepdim = false,
+  Tensor mean(OptionalIntArrayRef dim, bool keepdim = false,
               std::optional<ScalarType> dtype = std::nullopt) const;
   Tensor prod(std::optional<ScalarType> dtype = std::nullopt) const;
   Tensor prod(int64_t dim, bool keepdim = false,
@@ -240,17 +280,22 @@ class Tensor {
   Tensor min() const;
   std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
   std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor max(const Tensor& other) const { return maximum(other); }  // element-wise
+  Tensor min(const Tensor& other) const { return minimum(other); }
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
-  Tensor var(bool unbiased = true) const;
-  Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
-  Tensor std(bool unbiased = true) const;
-  Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
-  // Divisor max(0, N - correction); dim nullopt or {} reduces all dims.
-  Tensor var(std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
-             bool keepdim = false) const;
-  Tensor std(std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
-             bool keepdim = false) const;
+  // libtorch's overload set: var(1) and var({1}) reduce dim 1, var(true) is unbiased over all
+  // dims; the divisor is max(0, N - correction) and dim nullopt or {} reduces all dims.
+  Tensor var(bool unbiased) const;
+  Tensor var(OptionalIntArrayRef dim, bool unbiased, bool keepdim = false) const;
+  Tensor var(OptionalIntArrayRef dim = std::nullopt,
+             const std::optional<Scalar>& correction = std::nullopt, bool keepdim = false) const;
+  Tensor var(int dim) const;
+  Tensor std(bool unbiased) const;
+  Tensor std(OptionalIntArrayRef dim, bool unbiased, bool keepdim = false) const;
+  Tensor std(OptionalIntArrayRef dim = std::nullopt,
+             const std::optional<Scalar>& correction = std::nullopt, bool keepdim = false) const;
+  Tensor std(int dim) const;
   Tensor norm(const Scalar& p = 2) const;
   Tensor norm(const Scalar& p, IntArrayRef dim, bool keepdim = false) const;
   Tensor norm(const std::optional<Scalar>& p, IntArrayRef dim, bool keepdim,
@@ -313,6 +358,8 @@ class Tensor {
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
   Tensor operator[](int64_t index) const;
+  Tensor operator[](const Scalar& index) const;
+  Tensor operator[](const Tensor& index) const;
 
   // ---- gather, scatter and index ops (ops/index.h) ----
   Tensor gather(int64_t dim, const Tensor& index, bool sparse_grad = false) const;
@@ -401,6 +448,14 @@ class Tensor {
   Tensor& operator*=(const Scalar& o) { return mul_(o); }
   Tensor& operator/=(const Tensor& o) { return div_(o); }
   Tensor& operator/=(const Scalar& o) { return div_(o); }
+  Tensor& operator%=(const Tensor& o) { return remainder_(o); }
+  Tensor& operator%=(const Scalar& o) { return remainder_(o); }
+  Tensor& operator&=(const Tensor& o) { return bitwise_and_(o); }
+  Tensor& operator&=(const Scalar& o) { return bitwise_and_(o); }
+  Tensor& operator|=(const Tensor& o) { return bitwise_or_(o); }
+  Tensor& operator|=(const Scalar& o) { return bitwise_or_(o); }
+  Tensor& operator^=(const Tensor& o) { return bitwise_xor_(o); }
+  Tensor& operator^=(const Scalar& o) { return bitwise_xor_(o); }
 
  private:
   TensorImpl* checked() const;
@@ -415,6 +470,7 @@ KILN_TENSOR_BINARY_OPERATOR(+, add)
 KILN_TENSOR_BINARY_OPERATOR(-, sub)
 KILN_TENSOR_BINARY_OPERATOR(*, mul)
 KILN_TENSOR_BINARY_OPERATOR(/, div)
+KILN_TENSOR_BINARY_OPERATOR(%, remainder)
 KILN_TENSOR_BINARY_OPERATOR(==, eq)
 KILN_TENSOR_BINARY_OPERATOR(!=, ne)
 KILN_TENSOR_BINARY_OPERATOR(<, lt)

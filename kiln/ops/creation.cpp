@@ -222,6 +222,26 @@ Tensor full_like(const Tensor& t, const Scalar& v, const TensorOptions& o) {
   return full(t.sym_sizes(), v, like(t, o));
 }
 
+Tensor Tensor::new_empty(SymIntList size, const TensorOptions& o) const {
+  return empty(std::move(size), like(*this, o));
+}
+Tensor Tensor::new_zeros(SymIntList size, const TensorOptions& o) const {
+  return zeros(std::move(size), like(*this, o));
+}
+Tensor Tensor::new_ones(SymIntList size, const TensorOptions& o) const {
+  return ones(std::move(size), like(*this, o));
+}
+Tensor Tensor::new_full(SymIntList size, const Scalar& v, const TensorOptions& o) const {
+  return full(std::move(size), v, like(*this, o));
+}
+Tensor Tensor::new_empty_strided(SymIntList size, SymIntList stride, const TensorOptions& o) const {
+  return empty_strided(std::move(size), std::move(stride), like(*this, o));
+}
+// A copy of `data` (detached) with this tensor's dtype and device, as torch's new_tensor.
+Tensor Tensor::new_tensor(const Tensor& data) const {
+  return data.detach().to(device(), dtype(), false, true);
+}
+
 Tensor scalar_tensor(const Scalar& s, const TensorOptions& o) {
   TensorOptions opts =
       o.has_dtype() ? o : o.dtype(s.is_floating_point() ? get_default_dtype() : s.dtype());
@@ -358,7 +378,6 @@ Tensor clone(const Tensor& t) {
   static const OpDef& op = get_op("clone");
   return call_op1(op, {t}, {});
 }
-Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
 Tensor to(const Tensor& t, Device device, ScalarType dtype) {
   static const OpDef& op = get_op("_to_copy");
   return call_op1(op, {t}, {dtype, device});
@@ -396,7 +415,7 @@ Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
   return r;
 }
 Tensor Tensor::to(const Tensor& other) const { return to(other.device(), other.dtype()); }
-Tensor Tensor::contiguous() const { return kiln::contiguous(*this); }
+Tensor Tensor::contiguous(MemoryFormat format) const { return kiln::contiguous(*this, format); }
 Tensor Tensor::clone() const { return kiln::clone(*this); }
 Tensor& Tensor::copy_(const Tensor& src, bool) { return kiln::copy_(*this, src); }
 Tensor& Tensor::fill_(const Scalar& v) { return kiln::fill_(*this, v); }

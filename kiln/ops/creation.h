@@ -34,8 +34,10 @@ Tensor tensor(std::initializer_list<bool> values, const TensorOptions& options =
 Tensor tensor(const std::vector<float>& values, const TensorOptions& options = {});
 Tensor tensor(const std::vector<int64_t>& values, const TensorOptions& options = {});
 Tensor tensor(const std::vector<int>& values, const TensorOptions& options = {});
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const TensorOptions& options = {});
-Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, const TensorOptions& options = {});
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows,
+              const TensorOptions& options = {});
+Tensor tensor(std::initializer_list<std::initializer_list<int>> rows,
+              const TensorOptions& options = {});
 Tensor tensor(double value, const TensorOptions& options = {});
 Tensor tensor(int64_t value, const TensorOptions& options = {});
 Tensor tensor(int value, const TensorOptions& options = {});
@@ -48,7 +50,8 @@ Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> delet
                  const TensorOptions& options = {});
 
 Tensor clone(const Tensor& t);
-Tensor contiguous(const Tensor& t);
+// t itself when it already has `format`'s layout, else a copy in it (ops/memory_format.cpp).
+Tensor contiguous(const Tensor& t, MemoryFormat format = MemoryFormat::Contiguous);
 Tensor to(const Tensor& t, ScalarType dtype);
 Tensor to(const Tensor& t, Device device, ScalarType dtype);
 Tensor& copy_(Tensor& self, const Tensor& src);

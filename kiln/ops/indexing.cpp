@@ -157,6 +157,11 @@ Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
 }
 
 Tensor Tensor::operator[](int64_t i) const { return index({indexing::TensorIndex(i)}); }
+Tensor Tensor::operator[](const Scalar& i) const {
+  KILN_CHECK(i.is_integral(), "index: operator[] expected an integer index, got ", i);
+  return (*this)[i.to<int64_t>()];
+}
+Tensor Tensor::operator[](const Tensor& i) const { return index({indexing::TensorIndex(i)}); }
 
 Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value) {
   return kiln::index_put_(*this, indices, value, false);

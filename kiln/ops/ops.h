@@ -7,6 +7,7 @@
 #include "kiln/ops/index.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/nn.h"
+#include "kiln/ops/out.h"
 #include "kiln/ops/pointwise.h"
 #include "kiln/ops/random.h"
 #include "kiln/ops/range.h"

@@ -61,6 +61,12 @@ Tensor isnan(const Tensor& self);
 bool equal(const Tensor& self, const Tensor& other);
 Tensor isinf(const Tensor& self);
 Tensor isfinite(const Tensor& self);
+// |self - other| <= atol + rtol * |other| element-wise, infinities equal to themselves and NaNs
+// equal only with equal_nan (torch.isclose / torch.allclose).
+Tensor isclose(const Tensor& self, const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+               bool equal_nan = false);
+bool allclose(const Tensor& self, const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+              bool equal_nan = false);
 // NaN -> nan (0 by default), +-inf -> posinf/neginf (the dtype's extremes by default).
 Tensor nan_to_num(const Tensor& self, std::optional<double> nan = std::nullopt,
                   std::optional<double> posinf = std::nullopt,

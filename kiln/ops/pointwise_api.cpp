@@ -373,6 +373,7 @@ Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
 Tensor operator-(const Scalar& a, const Tensor& b) { return rsub(b, a); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return div(wrapped_scalar(a), b); }
+Tensor operator%(const Scalar& a, const Tensor& b) { return remainder(wrapped_scalar(a), b); }
 Tensor operator==(const Scalar& a, const Tensor& b) { return eq(b, a); }
 Tensor operator!=(const Scalar& a, const Tensor& b) { return ne(b, a); }
 Tensor operator<(const Scalar& a, const Tensor& b) { return gt(b, a); }

@@ -30,6 +30,11 @@ Tensor randperm(int64_t n, Generator* generator, const TensorOptions& options = 
 // t's sizes, dtype and device unless options say otherwise.
 Tensor rand_like(const Tensor& t, const TensorOptions& options = {});
 Tensor randn_like(const Tensor& t, const TensorOptions& options = {});
+// Samples of N(mean, std) with per-element (broadcast) mean and std; differentiable in both
+// (the sample is mean + std * eps).
+Tensor normal(const Tensor& mean, const Tensor& std, Generator* generator = nullptr);
+Tensor normal(const Tensor& mean, double std = 1, Generator* generator = nullptr);
+Tensor normal(double mean, const Tensor& std, Generator* generator = nullptr);
 Tensor randint_like(const Tensor& t, int64_t high, const TensorOptions& options = {});
 Tensor randint_like(const Tensor& t, int64_t low, int64_t high, const TensorOptions& options = {});
 

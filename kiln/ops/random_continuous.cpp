@@ -2,8 +2,12 @@
 #include <cmath>
 
 #include "kiln/core/dispatch.h"
+#include "kiln/ops/creation.h"
+#include "kiln/ops/meta.h"
+#include "kiln/ops/pointwise.h"
 #include "kiln/ops/random_cpu.h"
 #include "kiln/ops/random_util.h"
+#include "kiln/ops/reduce.h"
 
 namespace kiln {
 namespace {
@@ -245,6 +249,25 @@ Tensor rand_like(const Tensor& t, const TensorOptions& o) {
 }
 Tensor randn_like(const Tensor& t, const TensorOptions& o) {
   return randn(t.sym_sizes(), random_util::like(t, o));
+}
+
+Tensor normal(const Tensor& mean, const Tensor& std, Generator* gen) {
+  KILN_CHECK(mean.is_floating_point() && std.is_floating_point(),
+             "normal: expected floating-point mean and std, got ", mean.dtype(), " and ",
+             std.dtype());
+  KILN_CHECK(!(std < 0).any().item<bool>(), "normal: expects all elements of std >= 0.0");
+  const SymShape shape =
+      meta::broadcast_shapes("normal", {mean.sym_sizes().sym_vec(), std.sym_sizes().sym_vec()});
+  const Tensor eps = randn(
+      shape, gen, TensorOptions(promote_types(mean.dtype(), std.dtype())).device(mean.device()));
+  return mean + std * eps;
+}
+Tensor normal(const Tensor& mean, double std, Generator* gen) {
+  KILN_CHECK(std >= 0, "normal: expects std >= 0.0, but found std ", std);
+  return normal(mean, scalar_tensor(std, TensorOptions(mean.dtype()).device(mean.device())), gen);
+}
+Tensor normal(double mean, const Tensor& std, Generator* gen) {
+  return normal(scalar_tensor(mean, TensorOptions(std.dtype()).device(std.device())), std, gen);
 }
 
 Tensor& Tensor::uniform_(double from, double to, Generator* gen) {

@@ -240,5 +240,8 @@ Tensor& Tensor::random_(int64_t from, int64_t to, Generator* gen) {
 }
 Tensor& Tensor::bernoulli_(double p, Generator* gen) { return kiln::bernoulli_(*this, p, gen); }
 Tensor Tensor::bernoulli(Generator* gen) const { return kiln::bernoulli(*this, gen); }
+Tensor Tensor::multinomial(int64_t num_samples, bool replacement, Generator* gen) const {
+  return kiln::multinomial(*this, num_samples, replacement, gen);
+}
 
 }  // namespace kiln

@@ -12,11 +12,11 @@ namespace kiln {
 
 // Integer and bool inputs sum (and multiply) in int64 unless a dtype is given.
 Tensor sum(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
-Tensor sum(const Tensor& self, IntArrayRef dim, bool keepdim = false,
+Tensor sum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim = false,
            std::optional<ScalarType> dtype = std::nullopt);
 // mean of an integer tensor needs a floating dtype, as in PyTorch.
 Tensor mean(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
-Tensor mean(const Tensor& self, IntArrayRef dim, bool keepdim = false,
+Tensor mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim = false,
             std::optional<ScalarType> dtype = std::nullopt);
 Tensor prod(const Tensor& self, std::optional<ScalarType> dtype = std::nullopt);
 Tensor prod(const Tensor& self, int64_t dim, bool keepdim = false,
@@ -33,25 +33,22 @@ Tensor argmax(const Tensor& self, std::optional<int64_t> dim = std::nullopt, boo
 Tensor argmin(const Tensor& self, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 
 // Variance with Bessel's correction (unbiased) or an explicit `correction`: the divisor is
-// max(0, N - correction). An empty `dim` reduces all dims.
-Tensor var(const Tensor& self, bool unbiased = true);
-Tensor var(const Tensor& self, IntArrayRef dim, bool unbiased = true, bool keepdim = false);
-Tensor var(const Tensor& self, std::optional<IntArrayRef> dim,
-           const std::optional<Scalar>& correction, bool keepdim = false);
-Tensor std(const Tensor& self, bool unbiased = true);
-Tensor std(const Tensor& self, IntArrayRef dim, bool unbiased = true, bool keepdim = false);
-Tensor std(const Tensor& self, std::optional<IntArrayRef> dim,
-           const std::optional<Scalar>& correction, bool keepdim = false);
-std::tuple<Tensor, Tensor> var_mean(const Tensor& self, bool unbiased = true);
-std::tuple<Tensor, Tensor> var_mean(const Tensor& self, IntArrayRef dim, bool unbiased = true,
-                                    bool keepdim = false);
-std::tuple<Tensor, Tensor> var_mean(const Tensor& self, std::optional<IntArrayRef> dim,
-                                    const std::optional<Scalar>& correction, bool keepdim = false);
-std::tuple<Tensor, Tensor> std_mean(const Tensor& self, bool unbiased = true);
-std::tuple<Tensor, Tensor> std_mean(const Tensor& self, IntArrayRef dim, bool unbiased = true,
-                                    bool keepdim = false);
-std::tuple<Tensor, Tensor> std_mean(const Tensor& self, std::optional<IntArrayRef> dim,
-                                    const std::optional<Scalar>& correction, bool keepdim = false);
+// max(0, N - correction). dim nullopt or {} reduces all dims. The overload set is libtorch's:
+// var(x, 1) is the variance over dim 1 and var(x, true) the unbiased one over all dims.
+#define KILN_DECLARE_VAR_FORMS(R, name)                                                     \
+  R name(const Tensor& self, bool unbiased);                                                \
+  R name(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim = false); \
+  R name(const Tensor& self, OptionalIntArrayRef dim = std::nullopt,                        \
+         const std::optional<Scalar>& correction = std::nullopt, bool keepdim = false);     \
+  R name(const Tensor& self, int dim);
+KILN_DECLARE_VAR_FORMS(Tensor, var)
+KILN_DECLARE_VAR_FORMS(Tensor, std)
+namespace detail {
+using TensorPair = std::tuple<Tensor, Tensor>;
+}
+KILN_DECLARE_VAR_FORMS(detail::TensorPair, var_mean)
+KILN_DECLARE_VAR_FORMS(detail::TensorPair, std_mean)
+#undef KILN_DECLARE_VAR_FORMS
 
 // Vector p-norm over `dim` (all dims when empty): p = 0 (count of nonzeros), 1, 2, inf, -inf
 // or any other p; "fro" is the 2-norm of the flattened dims.

@@ -170,25 +170,29 @@ const OpDef& op_mean() {
 }
 }  // namespace
 
-Tensor sum(const Tensor& self, IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
-  return call_op1(op_sum(), {self}, {dim.vec(), keepdim, opt_attr(dtype)});
+Tensor sum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+           std::optional<ScalarType> dtype) {
+  return call_op1(op_sum(), {self},
+                  {dim ? dim->vec() : std::vector<int64_t>{}, keepdim, opt_attr(dtype)});
 }
 Tensor sum(const Tensor& self, std::optional<ScalarType> dtype) {
   return sum(self, {}, false, dtype);
 }
-Tensor mean(const Tensor& self, IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
-  return call_op1(op_mean(), {self}, {dim.vec(), keepdim, opt_attr(dtype)});
+Tensor mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+            std::optional<ScalarType> dtype) {
+  return call_op1(op_mean(), {self},
+                  {dim ? dim->vec() : std::vector<int64_t>{}, keepdim, opt_attr(dtype)});
 }
 Tensor mean(const Tensor& self, std::optional<ScalarType> dtype) {
   return mean(self, {}, false, dtype);
 }
 
 Tensor Tensor::sum(std::optional<ScalarType> dtype) const { return kiln::sum(*this, dtype); }
-Tensor Tensor::sum(IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) const {
+Tensor Tensor::sum(OptionalIntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) const {
   return kiln::sum(*this, dim, keepdim, dtype);
 }
 Tensor Tensor::mean(std::optional<ScalarType> dtype) const { return kiln::mean(*this, dtype); }
-Tensor Tensor::mean(IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) const {
+Tensor Tensor::mean(OptionalIntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) const {
   return kiln::mean(*this, dim, keepdim, dtype);
 }
 

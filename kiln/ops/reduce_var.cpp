@@ -182,79 +182,67 @@ void register_var(const char* op, bool take_sqrt, bool with_mean) {
   return true;
 }();
 
-Attrs var_attrs(std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
-                bool keepdim) {
+Attrs var_attrs(OptionalIntArrayRef dim, const std::optional<Scalar>& correction, bool keepdim) {
   return {dim ? dim->vec() : std::vector<int64_t>{}, correction ? correction->to_double() : 1.0,
           keepdim};
 }
 
-std::vector<Tensor> call_var(const char* name, const Tensor& self, std::optional<IntArrayRef> dim,
+std::vector<Tensor> call_var(const char* name, const Tensor& self, OptionalIntArrayRef dim,
                              const std::optional<Scalar>& correction, bool keepdim) {
   return call_op(get_op(name), {self}, var_attrs(dim, correction, keepdim));
 }
 
+detail::TensorPair pair_of(std::vector<Tensor> out) { return {out[0], out[1]}; }
+
 }  // namespace
 
-Tensor var(const Tensor& self, std::optional<IntArrayRef> dim,
-           const std::optional<Scalar>& correction, bool keepdim) {
+Tensor var(const Tensor& self, OptionalIntArrayRef dim, const std::optional<Scalar>& correction,
+           bool keepdim) {
   return call_var("var", self, dim, correction, keepdim)[0];
 }
-Tensor var(const Tensor& self, bool unbiased) {
-  return var(self, std::nullopt, Scalar(unbiased ? 1 : 0), false);
-}
-Tensor var(const Tensor& self, IntArrayRef dim, bool unbiased, bool keepdim) {
-  return var(self, dim, Scalar(unbiased ? 1 : 0), keepdim);
-}
-Tensor std(const Tensor& self, std::optional<IntArrayRef> dim,
-           const std::optional<Scalar>& correction, bool keepdim) {
+Tensor std(const Tensor& self, OptionalIntArrayRef dim, const std::optional<Scalar>& correction,
+           bool keepdim) {
   return call_var("std", self, dim, correction, keepdim)[0];
 }
-Tensor std(const Tensor& self, bool unbiased) {
-  return std(self, std::nullopt, Scalar(unbiased ? 1 : 0), false);
+detail::TensorPair var_mean(const Tensor& self, OptionalIntArrayRef dim,
+                            const std::optional<Scalar>& correction, bool keepdim) {
+  return pair_of(call_var("var_mean", self, dim, correction, keepdim));
 }
-Tensor std(const Tensor& self, IntArrayRef dim, bool unbiased, bool keepdim) {
-  return std(self, dim, Scalar(unbiased ? 1 : 0), keepdim);
-}
-std::tuple<Tensor, Tensor> var_mean(const Tensor& self, std::optional<IntArrayRef> dim,
-                                    const std::optional<Scalar>& correction, bool keepdim) {
-  auto out = call_var("var_mean", self, dim, correction, keepdim);
-  return {out[0], out[1]};
-}
-std::tuple<Tensor, Tensor> var_mean(const Tensor& self, bool unbiased) {
-  return var_mean(self, std::nullopt, Scalar(unbiased ? 1 : 0), false);
-}
-std::tuple<Tensor, Tensor> var_mean(const Tensor& self, IntArrayRef dim, bool unbiased,
-                                    bool keepdim) {
-  return var_mean(self, dim, Scalar(unbiased ? 1 : 0), keepdim);
-}
-std::tuple<Tensor, Tensor> std_mean(const Tensor& self, std::optional<IntArrayRef> dim,
-                                    const std::optional<Scalar>& correction, bool keepdim) {
-  auto out = call_var("std_mean", self, dim, correction, keepdim);
-  return {out[0], out[1]};
-}
-std::tuple<Tensor, Tensor> std_mean(const Tensor& self, bool unbiased) {
-  return std_mean(self, std::nullopt, Scalar(unbiased ? 1 : 0), false);
-}
-std::tuple<Tensor, Tensor> std_mean(const Tensor& self, IntArrayRef dim, bool unbiased,
-                                    bool keepdim) {
-  return std_mean(self, dim, Scalar(unbiased ? 1 : 0), keepdim);
+detail::TensorPair std_mean(const Tensor& self, OptionalIntArrayRef dim,
+                            const std::optional<Scalar>& correction, bool keepdim) {
+  return pair_of(call_var("std_mean", self, dim, correction, keepdim));
 }
 
-Tensor Tensor::var(bool unbiased) const { return kiln::var(*this, unbiased); }
-Tensor Tensor::var(IntArrayRef dim, bool unbiased, bool keepdim) const {
-  return kiln::var(*this, dim, unbiased, keepdim);
-}
-Tensor Tensor::var(std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
-                   bool keepdim) const {
-  return kiln::var(*this, dim, correction, keepdim);
-}
-Tensor Tensor::std(bool unbiased) const { return kiln::std(*this, unbiased); }
-Tensor Tensor::std(IntArrayRef dim, bool unbiased, bool keepdim) const {
-  return kiln::std(*this, dim, unbiased, keepdim);
-}
-Tensor Tensor::std(std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
-                   bool keepdim) const {
-  return kiln::std(*this, dim, correction, keepdim);
-}
+// The unbiased and one-dim forms, in terms of the correction form above.
+#define KILN_DEFINE_VAR_FORMS(R, name)                                               \
+  R name(const Tensor& self, bool unbiased) {                                        \
+    return name(self, std::nullopt, Scalar(unbiased ? 1 : 0), false);                \
+  }                                                                                  \
+  R name(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim) { \
+    return name(self, dim, Scalar(unbiased ? 1 : 0), keepdim);                       \
+  }                                                                                  \
+  R name(const Tensor& self, int dim) {                                              \
+    const int64_t d = dim;                                                           \
+    return name(self, IntArrayRef(d), std::nullopt, false);                          \
+  }
+KILN_DEFINE_VAR_FORMS(Tensor, var)
+KILN_DEFINE_VAR_FORMS(Tensor, std)
+KILN_DEFINE_VAR_FORMS(detail::TensorPair, var_mean)
+KILN_DEFINE_VAR_FORMS(detail::TensorPair, std_mean)
+#undef KILN_DEFINE_VAR_FORMS
+
+#define KILN_DEFINE_VAR_METHODS(name)                                                   \
+  Tensor Tensor::name(bool unbiased) const { return kiln::name(*this, unbiased); }      \
+  Tensor Tensor::name(OptionalIntArrayRef dim, bool unbiased, bool keepdim) const {     \
+    return kiln::name(*this, dim, unbiased, keepdim);                                   \
+  }                                                                                     \
+  Tensor Tensor::name(OptionalIntArrayRef dim, const std::optional<Scalar>& correction, \
+                      bool keepdim) const {                                             \
+    return kiln::name(*this, dim, correction, keepdim);                                 \
+  }                                                                                     \
+  Tensor Tensor::name(int dim) const { return kiln::name(*this, dim); }
+KILN_DEFINE_VAR_METHODS(var)
+KILN_DEFINE_VAR_METHODS(std)
+#undef KILN_DEFINE_VAR_METHODS
 
 }  // namespace kiln

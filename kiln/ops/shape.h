@@ -64,6 +64,8 @@ Tensor triu(const Tensor& self, int64_t diagonal = 0);
 // negative amounts crop), "reflect" or "replicate".
 Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode = "constant",
            std::optional<double> value = std::nullopt);
+// libtorch's name for constant padding.
+Tensor constant_pad_nd(const Tensor& self, IntArrayRef pad, const Scalar& value = 0);
 
 // Sums `self` down to `size` (the reverse of broadcasting), as torch's sum_to_size.
 Tensor sum_to_size(const Tensor& self, SymIntList size);

@@ -281,6 +281,10 @@ KILN_REGISTER_OP(pad_backward)
     .dtypes({kFloat64, kFloat32})
     .lowering("extern:pad_backward");
 
+Tensor constant_pad_nd(const Tensor& self, IntArrayRef pad, const Scalar& value) {
+  return kiln::pad(self, pad, "constant", value.to_double());
+}
+
 Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode,
            std::optional<double> value) {
   static const OpDef& op = get_op("pad");

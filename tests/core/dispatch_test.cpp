@@ -109,7 +109,7 @@ TEST(Tensor, DeviceMismatchAndMissingCudaAreClearErrors) {
   EXPECT_THROW(zeros({2}, Device(kCUDA)), Error);
   DeviceGuard g{Device(kCPU)};
   EXPECT_TRUE(zeros({1}).is_cpu());
-  EXPECT_EQ(Device("cuda:1").index, 1);
+  EXPECT_EQ(Device("cuda:1").index(), 1);
   EXPECT_THROW(Device("tpu"), Error);
 }
 
