@@ -31,7 +31,6 @@ Tensor pattern_like(const Tensor& t) {
   return tensor(v, kFloat64).view(t.sizes());
 }
 
-
 // Runs loss(reduction, inputs) on copies of `inputs` that require grad where listed, and checks
 // the loss and those inputs' gradients against the expected values named
 // "<tag>_<reduction>" and "<tag>_<reduction>_grad<i>".
@@ -86,6 +85,10 @@ Reduction plain(const nn::KLDivReduction& r) { return r.reduction(); }
 #define GRADS_N(n, c) GRADS_N_(n, c)
 #define GRADS_N_(n, c) std::vector<std::vector<double>> GRADS_##n(c)
 
+template <class M>
+constexpr bool kTakesThree = std::is_invocable_v<decltype(&M::Impl__::forward), typename M::Impl__&,
+                                                 const Tensor&, const Tensor&, const Tensor&>;
+
 // A module built with reduction r, called on the inputs.
 template <class Module, class Options>
 LossFn module_loss(Options options) {
@@ -96,9 +99,11 @@ LossFn module_loss(Options options) {
       options.reduction(plain(r));
     }
     Module m(options);
-    if (x.size() == 2) return m(x[0], x[1]);
-    if (x.size() == 3) return m(x[0], x[1], x[2]);
-    return Tensor();
+    if constexpr (kTakesThree<Module>) {
+      return m(x[0], x[1], x[2]);
+    } else {
+      return m(x[0], x[1]);
+    }
   };
 }
 

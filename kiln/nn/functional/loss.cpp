@@ -7,6 +7,17 @@
 #include "kiln/ops/ctc.h"
 #include "kiln/ops/ops.h"
 
+namespace kiln::nn {
+
+KLDivReduction::KLDivReduction(const std::string& name) {
+  KILN_CHECK(name == "none" || name == "mean" || name == "sum" || name == "batchmean",
+             "KLDivLoss: reduction must be 'none', 'mean', 'sum' or 'batchmean', got '", name, "'");
+  batch_mean_ = name == "batchmean";
+  reduction_ = name == "none" ? Reduction::None : name == "sum" ? Reduction::Sum : Reduction::Mean;
+}
+
+}  // namespace kiln::nn
+
 namespace kiln::nn::functional {
 namespace {
 
