@@ -6,16 +6,13 @@
 // Each forwards to the op of the same name in namespace kiln.
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kiln/core/arg.h"
+#include "kiln/nn/functional/loss.h"
+#include "kiln/nn/options/pooling.h"
 #include "kiln/ops/ops.h"
-
-namespace kiln {
-inline constexpr Reduction kMean = Reduction::Mean;
-inline constexpr Reduction kSum = Reduction::Sum;
-inline constexpr Reduction kNone = Reduction::None;
-}  // namespace kiln
 
 namespace kiln::nn::functional {
 
@@ -27,11 +24,30 @@ inline Tensor gelu(const Tensor& x, const std::string& approximate = "none") {
 inline Tensor silu(const Tensor& x) { return kiln::silu(x); }
 inline Tensor sigmoid(const Tensor& x) { return x.sigmoid(); }
 inline Tensor tanh(const Tensor& x) { return x.tanh(); }
-inline Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01) {
+struct LeakyReLUFuncOptions {
+  KILN_ARG(double, negative_slope) = 1e-2;
+  KILN_ARG(bool, inplace) = false;
+};
+inline Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o = {}) {
+  return kiln::leaky_relu(x, o.negative_slope());
+}
+inline Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return kiln::leaky_relu(x, negative_slope);
 }
-inline Tensor softmax(const Tensor& x, int64_t dim) { return x.softmax(dim); }
-inline Tensor log_softmax(const Tensor& x, int64_t dim) { return x.log_softmax(dim); }
+
+// F::softmax(x, 1) and F::softmax(x, F::SoftmaxFuncOptions(1).dtype(kFloat32)).
+struct SoftmaxFuncOptions {
+  SoftmaxFuncOptions(int64_t dim) : dim_(dim) {}  // NOLINT
+  KILN_ARG(int64_t, dim);
+  KILN_ARG(std::optional<ScalarType>, dtype) = std::nullopt;
+};
+using LogSoftmaxFuncOptions = SoftmaxFuncOptions;
+inline Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& o) {
+  return kiln::softmax(x, o.dim(), o.dtype());
+}
+inline Tensor log_softmax(const Tensor& x, const LogSoftmaxFuncOptions& o) {
+  return kiln::log_softmax(x, o.dim(), o.dtype());
+}
 
 // ---- dropout ----
 struct DropoutFuncOptions {
@@ -78,89 +94,6 @@ inline Tensor one_hot(const Tensor& t, int64_t num_classes = -1) {
   return kiln::one_hot(t, num_classes);
 }
 
-// ---- losses ----
-struct CrossEntropyFuncOptions {
-  KILN_ARG(Tensor, weight) = Tensor();
-  KILN_ARG(int64_t, ignore_index) = -100;
-  KILN_ARG(Reduction, reduction) = Reduction::Mean;
-  KILN_ARG(double, label_smoothing) = 0.0;
-};
-inline Tensor cross_entropy(const Tensor& input, const Tensor& target,
-                            const CrossEntropyFuncOptions& o = {}) {
-  return kiln::cross_entropy(input, target, o.weight(), o.reduction(), o.ignore_index(),
-                             o.label_smoothing());
-}
-
-struct NLLLossFuncOptions {
-  KILN_ARG(Tensor, weight) = Tensor();
-  KILN_ARG(int64_t, ignore_index) = -100;
-  KILN_ARG(Reduction, reduction) = Reduction::Mean;
-};
-inline Tensor nll_loss(const Tensor& input, const Tensor& target,
-                       const NLLLossFuncOptions& o = {}) {
-  return kiln::nll_loss(input, target, o.weight(), o.reduction(), o.ignore_index());
-}
-
-struct ReductionFuncOptions {
-  ReductionFuncOptions(Reduction reduction = Reduction::Mean) : reduction_(reduction) {}  // NOLINT
-  KILN_ARG(Reduction, reduction);
-};
-using MSELossFuncOptions = ReductionFuncOptions;
-using L1LossFuncOptions = ReductionFuncOptions;
-inline Tensor mse_loss(const Tensor& input, const Tensor& target,
-                       const MSELossFuncOptions& o = {}) {
-  return kiln::mse_loss(input, target, o.reduction());
-}
-inline Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o = {}) {
-  return kiln::l1_loss(input, target, o.reduction());
-}
-
-struct SmoothL1LossFuncOptions {
-  KILN_ARG(Reduction, reduction) = Reduction::Mean;
-  KILN_ARG(double, beta) = 1.0;
-};
-inline Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
-                             const SmoothL1LossFuncOptions& o = {}) {
-  return kiln::smooth_l1_loss(input, target, o.reduction(), o.beta());
-}
-
-struct HuberLossFuncOptions {
-  KILN_ARG(Reduction, reduction) = Reduction::Mean;
-  KILN_ARG(double, delta) = 1.0;
-};
-inline Tensor huber_loss(const Tensor& input, const Tensor& target,
-                         const HuberLossFuncOptions& o = {}) {
-  return kiln::huber_loss(input, target, o.reduction(), o.delta());
-}
-
-struct BinaryCrossEntropyFuncOptions {
-  KILN_ARG(Tensor, weight) = Tensor();
-  KILN_ARG(Reduction, reduction) = Reduction::Mean;
-};
-inline Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
-                                   const BinaryCrossEntropyFuncOptions& o = {}) {
-  return kiln::binary_cross_entropy(input, target, o.weight(), o.reduction());
-}
-
-struct BinaryCrossEntropyWithLogitsFuncOptions {
-  KILN_ARG(Tensor, weight) = Tensor();
-  KILN_ARG(Tensor, pos_weight) = Tensor();
-  KILN_ARG(Reduction, reduction) = Reduction::Mean;
-};
-inline Tensor binary_cross_entropy_with_logits(
-    const Tensor& input, const Tensor& target,
-    const BinaryCrossEntropyWithLogitsFuncOptions& o = {}) {
-  return kiln::binary_cross_entropy_with_logits(input, target, o.weight(), o.pos_weight(),
-                                                o.reduction());
-}
-
-// reduction "batchmean" (the mathematically correct KL mean) divides the sum by the batch size.
-struct KLDivFuncOptions {
-  KILN_ARG(std::string, reduction) = "mean";  // "none", "mean", "sum" or "batchmean"
-  KILN_ARG(bool, log_target) = false;
-};
-Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& o = {});
-
 // ---- convolution and pooling ----
 struct ConvFuncOptions {
   KILN_ARG(Tensor, bias) = Tensor();
@@ -182,42 +115,34 @@ inline Tensor conv3d(const Tensor& x, const Tensor& w, const ConvFuncOptions& o 
   return kiln::conv3d(x, w, o.bias(), o.stride(), o.padding(), o.dilation(), o.groups());
 }
 
-struct MaxPoolFuncOptions {
-  MaxPoolFuncOptions(std::vector<int64_t> kernel_size)  // NOLINT: MaxPool2dFuncOptions(2)
-      : kernel_size_(std::move(kernel_size)) {}
-  MaxPoolFuncOptions(int64_t kernel_size) : kernel_size_({kernel_size}) {}  // NOLINT
-  KILN_ARG(std::vector<int64_t>, kernel_size);
-  KILN_ARG(std::vector<int64_t>, stride) = std::vector<int64_t>{};
-  KILN_ARG(std::vector<int64_t>, padding) = std::vector<int64_t>{0};
-  KILN_ARG(std::vector<int64_t>, dilation) = std::vector<int64_t>{1};
-  KILN_ARG(bool, ceil_mode) = false;
-};
-using MaxPool1dFuncOptions = MaxPoolFuncOptions;
-using MaxPool2dFuncOptions = MaxPoolFuncOptions;
-inline Tensor max_pool1d(const Tensor& x, const MaxPoolFuncOptions& o) {
+inline Tensor max_pool1d(const Tensor& x, const MaxPool1dFuncOptions& o) {
   return kiln::max_pool1d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
-inline Tensor max_pool2d(const Tensor& x, const MaxPoolFuncOptions& o) {
+inline Tensor max_pool2d(const Tensor& x, const MaxPool2dFuncOptions& o) {
   return kiln::max_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
-
-struct AvgPoolFuncOptions {
-  AvgPoolFuncOptions(std::vector<int64_t> kernel_size)  // NOLINT
-      : kernel_size_(std::move(kernel_size)) {}
-  AvgPoolFuncOptions(int64_t kernel_size) : kernel_size_({kernel_size}) {}  // NOLINT
-  KILN_ARG(std::vector<int64_t>, kernel_size);
-  KILN_ARG(std::vector<int64_t>, stride) = std::vector<int64_t>{};
-  KILN_ARG(std::vector<int64_t>, padding) = std::vector<int64_t>{0};
-  KILN_ARG(bool, ceil_mode) = false;
-  KILN_ARG(bool, count_include_pad) = true;
-};
-using AvgPool2dFuncOptions = AvgPoolFuncOptions;
-inline Tensor avg_pool2d(const Tensor& x, const AvgPoolFuncOptions& o) {
-  return kiln::avg_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
+inline Tensor avg_pool1d(const Tensor& x, const AvgPool1dFuncOptions& o) {
+  return kiln::avg_pool1d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
                           o.count_include_pad());
+}
+inline Tensor avg_pool2d(const Tensor& x, const AvgPool2dFuncOptions& o) {
+  return kiln::avg_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
+                          o.count_include_pad(), o.divisor_override());
+}
+inline Tensor adaptive_avg_pool1d(const Tensor& x, const AdaptiveAvgPool1dFuncOptions& o) {
+  return kiln::adaptive_avg_pool1d(x, o.output_size());
+}
+inline Tensor adaptive_avg_pool2d(const Tensor& x, const AdaptiveAvgPool2dFuncOptions& o) {
+  return kiln::adaptive_avg_pool2d(x, o.output_size());
 }
 inline Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size) {
   return kiln::adaptive_avg_pool2d(x, output_size);
+}
+inline Tensor adaptive_max_pool1d(const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o) {
+  return std::get<0>(kiln::adaptive_max_pool1d(x, o.output_size()));
+}
+inline Tensor adaptive_max_pool2d(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o) {
+  return std::get<0>(kiln::adaptive_max_pool2d(x, o.output_size()));
 }
 
 struct PadFuncOptions {

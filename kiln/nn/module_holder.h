@@ -7,6 +7,7 @@
 // Copies of a holder share one module, which is what optimizers and parents keep.
 #include <cstddef>
 #include <memory>
+#include <ostream>
 #include <type_traits>
 #include <utility>
 
@@ -60,6 +61,12 @@ class ModuleHolder {
   }
   std::shared_ptr<Contained> impl_;
 };
+
+// std::cout << model prints the module tree, as std::cout << *model does.
+template <class Contained>
+std::ostream& operator<<(std::ostream& stream, const ModuleHolder<Contained>& holder) {
+  return stream << *holder;
+}
 
 }  // namespace kiln::nn
 

@@ -10,6 +10,7 @@
 #include "kiln/nn/modules/dropout.h"
 #include "kiln/nn/modules/embedding.h"
 #include "kiln/nn/modules/linear.h"
+#include "kiln/nn/modules/loss.h"
 #include "kiln/nn/modules/normalization.h"
 #include "kiln/nn/modules/pooling.h"
 #include "kiln/nn/modules/rnn.h"

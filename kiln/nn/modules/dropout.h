@@ -12,6 +12,12 @@ struct DropoutOptions {
   KILN_ARG(bool, inplace) = false;
 };
 
+using Dropout1dOptions = DropoutOptions;
+using Dropout2dOptions = DropoutOptions;
+using Dropout3dOptions = DropoutOptions;
+using AlphaDropoutOptions = DropoutOptions;
+using FeatureAlphaDropoutOptions = DropoutOptions;
+
 // Declares a dropout module `Name` whose forward calls `fn(input, p, is_training())`.
 #define KILN_DECLARE_DROPOUT(Name)                           \
   class Name##Impl : public Module {                         \

@@ -106,6 +106,9 @@ class NormBase : public Module {
   };                                                                                 \
   KILN_MODULE(Name)
 
+using BatchNorm1dOptions = BatchNormOptions;
+using BatchNorm2dOptions = BatchNormOptions;
+using BatchNorm3dOptions = BatchNormOptions;
 KILN_DECLARE_NORM(BatchNorm1d, NormBase, BatchNormOptions);
 KILN_DECLARE_NORM(BatchNorm2d, NormBase, BatchNormOptions);
 KILN_DECLARE_NORM(BatchNorm3d, NormBase, BatchNormOptions);
@@ -118,6 +121,9 @@ struct InstanceNormOptions : BatchNormOptions {
   }
 };
 
+using InstanceNorm1dOptions = InstanceNormOptions;
+using InstanceNorm2dOptions = InstanceNormOptions;
+using InstanceNorm3dOptions = InstanceNormOptions;
 KILN_DECLARE_NORM(InstanceNorm1d, NormBase, InstanceNormOptions);
 KILN_DECLARE_NORM(InstanceNorm2d, NormBase, InstanceNormOptions);
 KILN_DECLARE_NORM(InstanceNorm3d, NormBase, InstanceNormOptions);

@@ -70,23 +70,23 @@ Tensor AdaptivePoolNdImpl<D, Max>::forward(const Tensor& input) const {
   if constexpr (Max) {
     return std::get<0>(forward_with_indices(input));
   } else if constexpr (D == 1) {
-    return adaptive_avg_pool1d(input, output_size);
+    return adaptive_avg_pool1d(input, options.output_size());
   } else {
-    return adaptive_avg_pool2d(input, output_size);
+    return adaptive_avg_pool2d(input, options.output_size());
   }
 }
 
 template <size_t D, bool Max>
 std::tuple<Tensor, Tensor> AdaptivePoolNdImpl<D, Max>::forward_with_indices(
     const Tensor& input) const requires Max {
-  if constexpr (D == 1) return adaptive_max_pool1d(input, output_size);
-  return adaptive_max_pool2d(input, output_size);
+  if constexpr (D == 1) return adaptive_max_pool1d(input, options.output_size());
+  return adaptive_max_pool2d(input, options.output_size());
 }
 
 template <size_t D, bool Max>
 void AdaptivePoolNdImpl<D, Max>::pretty_print(std::ostream& stream) const {
   stream << "kiln::nn::Adaptive" << (Max ? "Max" : "Avg") << "Pool" << D << "d(";
-  print_list(stream, "output_size", output_size);
+  print_list(stream, "output_size", options.output_size());
   stream << ")";
 }
 

@@ -9,24 +9,16 @@
 #include "kiln/nn/module.h"
 #include "kiln/nn/module_holder.h"
 #include "kiln/nn/modules/expanding_array.h"
+#include "kiln/nn/options/pooling.h"
 
 namespace kiln::nn {
-
-template <size_t D>
-struct MaxPoolOptions {
-  MaxPoolOptions(ExpandingArray<D> kernel_size)  // NOLINT: MaxPool2d(2)
-      : kernel_size_(kernel_size), stride_(kernel_size) {}
-  KILN_ARG(ExpandingArray<D>, kernel_size);
-  KILN_ARG(ExpandingArray<D>, stride);  // defaults to kernel_size
-  KILN_ARG(ExpandingArray<D>, padding) = 0;
-  KILN_ARG(ExpandingArray<D>, dilation) = 1;
-  KILN_ARG(bool, ceil_mode) = false;
-};
 
 template <size_t D>
 class MaxPoolNdImpl : public Module {
  public:
   explicit MaxPoolNdImpl(const MaxPoolOptions<D>& options) : options(options) {}
+  explicit MaxPoolNdImpl(ExpandingArray<D> kernel_size)  // MaxPool2d(2)
+      : MaxPoolNdImpl(MaxPoolOptions<D>(kernel_size)) {}
   Tensor forward(const Tensor& input) const;
   std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input) const;
   void pretty_print(std::ostream& stream) const override;
@@ -40,25 +32,13 @@ class MaxPool2dImpl : public MaxPoolNdImpl<2> {
 };
 KILN_MODULE(MaxPool1d);
 KILN_MODULE(MaxPool2d);
-using MaxPool1dOptions = MaxPoolOptions<1>;
-using MaxPool2dOptions = MaxPoolOptions<2>;
-
-template <size_t D>
-struct AvgPoolOptions {
-  AvgPoolOptions(ExpandingArray<D> kernel_size)  // NOLINT
-      : kernel_size_(kernel_size), stride_(kernel_size) {}
-  KILN_ARG(ExpandingArray<D>, kernel_size);
-  KILN_ARG(ExpandingArray<D>, stride);
-  KILN_ARG(ExpandingArray<D>, padding) = 0;
-  KILN_ARG(bool, ceil_mode) = false;
-  KILN_ARG(bool, count_include_pad) = true;
-  KILN_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
-};
 
 template <size_t D>
 class AvgPoolNdImpl : public Module {
  public:
   explicit AvgPoolNdImpl(const AvgPoolOptions<D>& options) : options(options) {}
+  explicit AvgPoolNdImpl(ExpandingArray<D> kernel_size)  // AvgPool2d(2)
+      : AvgPoolNdImpl(AvgPoolOptions<D>(kernel_size)) {}
   Tensor forward(const Tensor& input) const;
   void pretty_print(std::ostream& stream) const override;
   AvgPoolOptions<D> options;
@@ -71,18 +51,18 @@ class AvgPool2dImpl : public AvgPoolNdImpl<2> {
 };
 KILN_MODULE(AvgPool1d);
 KILN_MODULE(AvgPool2d);
-using AvgPool1dOptions = AvgPoolOptions<1>;
-using AvgPool2dOptions = AvgPoolOptions<2>;
 
 // Adaptive pools take the output size; Max variants can also return the argmax indices.
 template <size_t D, bool Max>
 class AdaptivePoolNdImpl : public Module {
  public:
-  AdaptivePoolNdImpl(ExpandingArray<D> output_size) : output_size(output_size) {}  // NOLINT
+  explicit AdaptivePoolNdImpl(const AdaptivePoolOptions<D>& options) : options(options) {}
+  explicit AdaptivePoolNdImpl(ExpandingArray<D> output_size)  // AdaptiveAvgPool2d(7)
+      : AdaptivePoolNdImpl(AdaptivePoolOptions<D>(output_size)) {}
   Tensor forward(const Tensor& input) const;
   std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input) const requires Max;
   void pretty_print(std::ostream& stream) const override;
-  ExpandingArray<D> output_size;
+  AdaptivePoolOptions<D> options;
 };
 class AdaptiveAvgPool1dImpl : public AdaptivePoolNdImpl<1, false> {
   using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
