@@ -1,7 +1,7 @@
 // `std::cout << t` prints libtorch's C++ format (at::print in ATen's Formatting.cpp). The expected
-// strings follow that algorithm (/work notes: the number format is chosen over the whole block,
-// 1-D tensors print one value per line, matrices of N-D tensors come with the first index
-// varying fastest) and end with libtorch's type line.
+// strings are worked out by that algorithm: the number format is chosen over the whole block,
+// 1-D tensors print one value per line, the matrices of N-D tensors come with the first index
+// varying fastest, and libtorch's type line closes the output.
 #include <gtest/gtest.h>
 
 #include <iomanip>
