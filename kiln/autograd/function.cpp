@@ -1,5 +1,11 @@
 #include "kiln/autograd/function.h"
 
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
 #include "kiln/autograd/op_node.h"
 #include "kiln/core/autograd_meta.h"
 #include "kiln/ops/ops.h"
@@ -21,10 +27,9 @@ void AutogradContext::mark_non_differentiable(const variable_list& outputs) {
   for (const auto& t : outputs) non_differentiable_.insert(t.impl());
 }
 
-void CustomNodeBase::finish(const variable_list& inputs, variable_list& outputs, size_t num_args,
-                            std::vector<int> tensor_arg_positions) {
-  num_args_ = num_args;
-  tensor_positions_ = std::move(tensor_arg_positions);
+void CustomNodeBase::finish(const variable_list& inputs, variable_list& outputs,
+                            std::vector<bool> is_tensor_argument) {
+  is_tensor_argument_ = std::move(is_tensor_argument);
   std::shared_ptr<Node> self = shared_from_this();
   ctx.node_ = self;
   bool record = false;
@@ -64,6 +69,14 @@ void CustomNodeBase::finish(const variable_list& inputs, variable_list& outputs,
   ctx.to_save_.clear();
 }
 
+std::string cpp_node_name(const std::type_info& function) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(
+      abi::__cxa_demangle(function.name(), nullptr, nullptr, &status), std::free);
+  return std::string("torch::autograd::CppNode<") +
+         (status == 0 && demangled ? demangled.get() : function.name()) + ">";
+}
+
 void CustomNodeBase::release_variables() {
   for (auto& s : ctx.saved_) s.reset();
 }
@@ -78,23 +91,35 @@ variable_list CustomNodeBase::prepare_grads(variable_list&& grads) {
 }
 
 variable_list CustomNodeBase::map_result(variable_list&& result) const {
+  const std::string who = name();
+  const size_t num_arguments = is_tensor_argument_.size();
+  if (result.size() > num_arguments && std::none_of(result.begin() + num_arguments, result.end(),
+                                                    [](const Tensor& g) { return g.defined(); }))
+    result.resize(num_arguments);
+  KILN_CHECK(result.size() == num_arguments, who,
+             ": backward returned an incorrect number of gradients (expected ", num_arguments,
+             ", got ", result.size(),
+             "): one per forward argument, each tensor of a tensor list counting as one, and "
+             "any extra ones undefined");
   const size_t n_tensors = next_edges_.size();
-  variable_list out(n_tensors);
-  if (result.size() == n_tensors) {
-    out = std::move(result);
-  } else {
-    KILN_CHECK(result.size() == num_args_, "custom Function backward: returned ", result.size(),
-               " gradients, expected ", num_args_, " (one per forward argument) or ", n_tensors,
-               " (one per tensor argument)");
-    for (size_t k = 0; k < tensor_positions_.size() && k < n_tensors; ++k)
-      out[k] = result[tensor_positions_[k]];
+  variable_list out;
+  out.reserve(n_tensors);
+  for (size_t i = 0; i < num_arguments; ++i) {
+    if (is_tensor_argument_[i]) {
+      out.push_back(std::move(result[i]));
+      continue;
+    }
+    KILN_CHECK(!result[i].defined(), who, ": backward returned a defined gradient at position ",
+               i + 1, " (of sizes ", result[i].sizes(), "), but forward argument ", i + 1,
+               " is not a tensor; return an undefined Tensor()");
   }
+  out.resize(n_tensors);
   for (size_t i = 0; i < n_tensors; ++i) {
     if (!out[i].defined() || !next_edges_[i].valid()) {
       out[i] = Tensor();
       continue;
     }
-    out[i] = reduce_grad_to(out[i], input_meta_[i], "custom Function", i);
+    out[i] = reduce_grad_to(out[i], input_meta_[i], who, i);
   }
   return out;
 }

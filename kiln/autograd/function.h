@@ -5,7 +5,12 @@
 //     static variable_list backward(AutogradContext* ctx, variable_list grads) { ... }
 //   };
 //   Tensor y = MyOp::apply(x);
+// backward returns one gradient per forward argument, a tensor list's elements counted one by
+// one; those of non-tensor arguments must be undefined, and extra trailing undefined ones are
+// ignored (libtorch's rules).
+#include <optional>
 #include <string>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -46,8 +51,10 @@ class CustomNodeBase : public Node {
   AutogradContext ctx;
   // Links outputs to this node (after forward ran under no-grad). Replaces outputs that are
   // inputs returned unchanged with aliases, so the inputs' history is untouched.
-  void finish(const variable_list& inputs, variable_list& outputs, size_t num_args,
-              std::vector<int> tensor_arg_positions);
+  // is_tensor_argument: one entry per forward argument, a tensor list's elements counted one by
+  // one (libtorch's rule): whether backward returns a gradient there.
+  void finish(const variable_list& inputs, variable_list& outputs,
+              std::vector<bool> is_tensor_argument);
   void release_variables() override;
 
  protected:
@@ -55,9 +62,11 @@ class CustomNodeBase : public Node {
   variable_list map_result(variable_list&& result) const;
   std::vector<SymShape> output_sizes_;
   std::vector<ScalarType> output_dtypes_;
-  size_t num_args_ = 0;
-  std::vector<int> tensor_positions_;
+  std::vector<bool> is_tensor_argument_;
 };
+
+// "torch::autograd::CppNode<T>", T's name demangled, as libtorch names a custom function's node.
+std::string cpp_node_name(const std::type_info& function);
 
 template <class T>
 class CustomNode final : public CustomNodeBase {
@@ -65,22 +74,26 @@ class CustomNode final : public CustomNodeBase {
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     return map_result(T::backward(&ctx, prepare_grads(std::move(grads))));
   }
-  std::string name() const override { return "CppNode"; }
+  std::string name() const override { return cpp_node_name(typeid(T)); }
 };
 
 namespace detail {
-inline void collect(variable_list& out, std::vector<int>& pos, int& i, const Tensor& t) {
+// Gathers the tensors among forward's arguments, noting which argument slots hold one.
+inline void collect(variable_list& out, std::vector<bool>& is_tensor, const Tensor& t) {
   out.push_back(t);
-  pos.push_back(i++);
+  is_tensor.push_back(true);
 }
-inline void collect(variable_list& out, std::vector<int>& pos, int& i, const variable_list& ts) {
-  for (const auto& t : ts) out.push_back(t);
-  (void)pos;
-  ++i;
+inline void collect(variable_list& out, std::vector<bool>& is_tensor, const variable_list& ts) {
+  for (const auto& t : ts) collect(out, is_tensor, t);
+}
+inline void collect(variable_list& out, std::vector<bool>& is_tensor,
+                    const std::optional<Tensor>& t) {
+  if (t && t->defined()) return collect(out, is_tensor, *t);
+  is_tensor.push_back(false);
 }
 template <class A>
-void collect(variable_list&, std::vector<int>&, int& i, const A&) {
-  ++i;
+void collect(variable_list&, std::vector<bool>& is_tensor, const A&) {
+  is_tensor.push_back(false);
 }
 inline variable_list to_list(const Tensor& t) { return {t}; }
 inline variable_list to_list(const variable_list& v) { return v; }
@@ -94,9 +107,8 @@ struct Function {
   static auto apply(Args&&... args) {
     auto node = std::make_shared<CustomNode<T>>();
     variable_list inputs;
-    std::vector<int> positions;
-    int i = 0;
-    (detail::collect(inputs, positions, i, args), ...);
+    std::vector<bool> is_tensor_argument;
+    (detail::collect(inputs, is_tensor_argument, args), ...);
     using R = decltype(T::forward(&node->ctx, std::forward<Args>(args)...));
     R out;
     {
@@ -104,7 +116,7 @@ struct Function {
       out = T::forward(&node->ctx, std::forward<Args>(args)...);
     }
     variable_list outs = detail::to_list(out);
-    node->finish(inputs, outs, sizeof...(Args), positions);
+    node->finish(inputs, outs, std::move(is_tensor_argument));
     detail::from_list(out, outs);
     return out;
   }

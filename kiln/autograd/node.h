@@ -64,7 +64,7 @@ class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(Tensor leaf);
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
-  std::string name() const override { return "AccumulateGrad"; }
+  std::string name() const override { return "torch::autograd::AccumulateGrad"; }
   const Tensor& variable() const { return leaf_; }
   void run_pre_hooks(std::vector<Tensor>& grads) const override;  // the leaf's own hooks too
 

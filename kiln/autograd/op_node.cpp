@@ -2,6 +2,7 @@
 
 #include "kiln/autograd/deferred_release.h"
 #include "kiln/autograd/grad_mode.h"
+#include "kiln/autograd/node_name.h"
 #include "kiln/core/autograd_meta.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/ops/ops.h"
@@ -14,6 +15,8 @@ OpNode::~OpNode() {
   for (auto& s : saved_outputs_) held.push_back(std::move(s.raw()));
   defer_release({}, std::move(held));
 }
+
+std::string OpNode::name() const { return backward_node_name(op_, overload_); }
 
 void OpNode::release_variables() {
   for (auto& s : saved_inputs_) s.reset();
@@ -34,11 +37,12 @@ bool expandable_to(const SymShape& sizes, SymIntArrayRef target) {
 
 Tensor reduce_grad_to(const Tensor& grad, const InputMeta& input, const std::string& who,
                       size_t index) {
-  KILN_CHECK(grad.device() == input.device, who, " returned an invalid gradient at index ", index,
-             " - expected device ", input.device, " but got ", grad.device());
+  KILN_CHECK(grad.device() == input.device, "Function ", who,
+             " returned an invalid gradient at index ", index, " - expected device ", input.device,
+             " but got ", grad.device());
   Tensor g = grad;
   if (!(g.sym_sizes() == SymIntArrayRef(input.sizes))) {
-    KILN_CHECK(expandable_to(input.sizes, g.sym_sizes()), who,
+    KILN_CHECK(expandable_to(input.sizes, g.sym_sizes()), "Function ", who,
                " returned an invalid gradient at index ", index, " - got ", g.sym_sizes(),
                " but expected shape compatible with ", SymIntArrayRef(input.sizes));
     g = sum_to_size(g, input.sizes);
@@ -94,6 +98,7 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
   }
 
   auto node = std::make_shared<OpNode>(op, attrs);
+  node->set_overload(backward_overload(op, inputs, attrs));
   auto& edges = node->mutable_next_edges();
   edges.reserve(inputs.size());
   for (const auto& t : inputs) {
@@ -101,11 +106,13 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
     node->needs_input_grad().push_back(requires_grad(t));
     node->input_metadata().push_back(InputMeta::of(t));
   }
-  if (op.saves_inputs) {
+  if (op.saved_inputs != 0) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       // An in-place op overwrites input 0: keep a copy of what it was.
       const Tensor& t = inputs[i];
-      if (op.is_inplace && i == 0 && t.defined()) {
+      if (!op.saves_input(i)) {
+        node->saved_inputs().emplace_back();
+      } else if (op.is_inplace && i == 0 && t.defined()) {
         NoGradGuard no_grad;
         node->saved_inputs().emplace_back(t.clone(), false);
       } else if (op.saves_input_metadata && t.defined()) {
@@ -137,8 +144,9 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
     m.output_nr = static_cast<uint32_t>(i);
     if (op.is_view) m.is_view = true;
   }
-  if (op.saves_outputs)
-    for (const auto& o : outs) node->saved_outputs().emplace_back(o, true);
+  if (op.saved_outputs != 0)
+    for (size_t i = 0; i < outs.size(); ++i)
+      node->saved_outputs().emplace_back(op.saves_output(i) ? outs[i] : Tensor(), true);
   return outs;
 }
 

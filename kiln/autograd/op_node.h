@@ -12,7 +12,9 @@ class OpNode final : public Node {
   OpNode(const OpDef& op, Attrs attrs) : op_(op), attrs_(std::move(attrs)) {}
   ~OpNode() override;
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
-  std::string name() const override { return op_.name + "_backward"; }
+  // libtorch's node name for the ATen overload this call corresponds to ("AddBackward0",
+  // "SumBackward1"; kiln/autograd/node_name.h).
+  std::string name() const override;
   void release_variables() override;
 
   std::vector<SavedTensor>& saved_inputs() { return saved_inputs_; }
@@ -20,6 +22,7 @@ class OpNode final : public Node {
   std::vector<bool>& needs_input_grad() { return needs_input_grad_; }
   std::vector<ScalarType>& output_dtypes() { return output_dtypes_; }
   std::vector<SymShape>& output_sizes() { return output_sizes_; }
+  void set_overload(int overload) { overload_ = overload; }
 
  private:
   const OpDef& op_;
@@ -29,6 +32,7 @@ class OpNode final : public Node {
   std::vector<bool> needs_input_grad_;
   std::vector<ScalarType> output_dtypes_;
   std::vector<SymShape> output_sizes_;
+  int overload_ = 0;
   bool released_ = false;
 };
 

@@ -293,8 +293,4 @@ std::string repr(const Tensor& tensor) {
   return add_suffixes(prefix + body, suffixes, indent, opts.linewidth);
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << repr(t); }
-
-void Tensor::print() const { std::cout << repr(*this) << std::endl; }
-
 }  // namespace kiln

@@ -70,7 +70,7 @@ Scalar Tensor::item() const {
 std::string Tensor::toString() const {
   static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
                                 "Long", "Half", "BFloat16", "Float", "Double"};
-  std::string dev = is_cuda() ? "CUDA" : "CPU";
+  std::string dev = is_meta() ? "Meta" : is_cuda() ? "CUDA" : "CPU";
   return dev + names[static_cast<int>(dtype())] + "Type";
 }
 

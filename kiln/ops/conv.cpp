@@ -200,6 +200,7 @@ KILN_REGISTER_OP(convolution)
                             in[0].dtype(), in[0].device());
     })
     .cpu(convolution_kernel)
+    .save_inputs({0, 1})  // input and weight, not the bias
     .backward(convolution_backward)
     .samples(conv::convolution_samples)
     .error_samples(convolution_error_samples)

@@ -80,6 +80,7 @@ KILN_REGISTER_OP(_to_copy)
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       cpu::copy(out[0], in[0]);
     })
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) { return std::vector<Tensor>{c.grad()}; })
     .samples([](ScalarType dt) {
       std::vector<OpSample> s;
@@ -102,6 +103,7 @@ KILN_REGISTER_OP(clone)
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       cpu::copy(out[0], in[0]);
     })
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) { return std::vector<Tensor>{c.grad()}; })
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
@@ -125,6 +127,7 @@ KILN_REGISTER_OP(copy_)
       cpu::copy(in[0], in[1]);
     })
     .inplace()
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) {
       return std::vector<Tensor>{zeros_like(c.grad()), c.grad()};
     })
@@ -162,6 +165,7 @@ KILN_REGISTER_OP(fill_)
       cpu::fill(in[0], a.scalar(0));
     })
     .inplace()
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) { return std::vector<Tensor>{zeros_like(c.grad())}; })
     .samples([](ScalarType dt) {
       return std::vector<OpSample>{

@@ -138,6 +138,13 @@ std::vector<Tensor> tail(const std::vector<Tensor>& v, size_t from) {
   return std::vector<Tensor>(v.begin() + static_cast<std::ptrdiff_t>(from), v.end());
 }
 
+// The saved inputs from `from` on (the indices), read through the context.
+std::vector<Tensor> saved_tail(const BackwardContext& c, size_t from) {
+  std::vector<Tensor> out;
+  for (size_t i = from; i < c.inputs.size(); ++i) out.push_back(c.input(i));
+  return out;
+}
+
 const OpDef& index_op() {
   static const OpDef& op = get_op("index");
   return op;
@@ -285,7 +292,7 @@ KILN_REGISTER_OP(index)
     .backward([](const BackwardContext& c) {
       Tensor z = zeros(c.input(0).sym_sizes(), c.grad().dtype());
       std::vector<Tensor> g(c.inputs.size());
-      g[0] = call_index_put(index_put_op(), z, c.grad(), tail(c.inputs, 1), true);
+      g[0] = call_index_put(index_put_op(), z, c.grad(), saved_tail(c, 1), true);
       return g;
     })
     .samples(index_samples)
@@ -294,61 +301,68 @@ KILN_REGISTER_OP(index)
     .dtypes({kFloat64, kFloat32, kInt64, kBool})
     .lowering("extern:index");
 
-KILN_REGISTER_OP(index_put)
-    .schema(
-        "index_put(Tensor self, Tensor values, Tensor?[] indices, bool accumulate=False) -> "
-        "Tensor")
-    .meta([](const std::vector<Tensor>& in, const Attrs&) {
-      const Tensor &self = in[0], &values = in[1];
-      const AdvancedPlan p = make_plan("index_put", self, in.data() + 2, in.size() - 2);
-      KILN_CHECK(values.dtype() == self.dtype(), "index_put: Index put requires the source and ",
-                 "destination dtypes match, got ", self.dtype(), " for the destination and ",
-                 values.dtype(), " for the source.");
-      const SymShape b = meta::broadcast_shapes("index_put", {p.result, values.sym_sizes()});
-      KILN_CHECK(SymIntArrayRef(b) == SymIntArrayRef(p.result),
-                 "index_put: shape mismatch: ", "value tensor of shape ", values.sym_sizes(),
-                 " cannot be broadcast to indexing ", "result of shape ", SymIntArrayRef(p.result));
-      return meta::one_spec(self.sym_sizes(), self.dtype(), self.device());
-    })
-    .cpu(index_put_kernel)
-    .backward([](const BackwardContext& c) {
-      const std::vector<Tensor> idx = tail(c.inputs, 2);
-      std::vector<Tensor> g(c.inputs.size());
-      if (c.needs_grad(0)) {
-        g[0] = c.attrs.b(0) ? c.grad()
-                            : call_index_put(index_put_op(), c.grad(), zeros({}, c.grad().dtype()),
-                                             idx, false);
-      }
-      if (c.needs_grad(1)) g[1] = call_index(c.grad(), idx);
-      return g;
-    })
-    .samples(index_put_samples)
-    .error_samples([] {
-      auto s = index_error_samples({make({}, kFloat32)}, {false});
-      const Tensor self = make({5, 4}, kFloat32), i = ix({0, 2});
-      s.push_back({{self, make({2, 4}, kFloat64), i},
-                   {false},
-                   "got float32 for the destination and float64 for the source",
-                   "dtype"});
-      s.push_back({{self, make({3, 4}, kFloat32), i},
-                   {false},
-                   "shapes [2, 4] and [3, 4] cannot be broadcast together",
-                   "values of [3, 4]"});
-      s.push_back({{self, make({2, 1, 4}, kFloat32), i},
-                   {false},
-                   "value tensor of shape [2, 1, 4] cannot be broadcast to indexing result of "
-                   "shape [2, 4]",
-                   "values of [2, 1, 4]"});
-      s.push_back({{self.to(kBool), make({2, 4}, kBool), i},
-                   {true},
-                   "reductions are not supported for dtype bool",
-                   "accumulate bool",
-                   /*in_meta=*/false});
-      return s;
-    })
-    .reference(index_put_reference)
-    .dtypes({kFloat64, kFloat32, kInt64})
-    .lowering("extern:index_put");
+[[maybe_unused]] static OpDef& index_put_def =
+    register_op("index_put")
+        .schema(
+            "index_put(Tensor self, Tensor values, Tensor?[] indices, bool accumulate=False) -> "
+            "Tensor")
+        .meta([](const std::vector<Tensor>& in, const Attrs&) {
+          const Tensor &self = in[0], &values = in[1];
+          const AdvancedPlan p = make_plan("index_put", self, in.data() + 2, in.size() - 2);
+          KILN_CHECK(values.dtype() == self.dtype(),
+                     "index_put: Index put requires the source and ",
+                     "destination dtypes match, got ", self.dtype(), " for the destination and ",
+                     values.dtype(), " for the source.");
+          const SymShape b = meta::broadcast_shapes("index_put", {p.result, values.sym_sizes()});
+          KILN_CHECK(SymIntArrayRef(b) == SymIntArrayRef(p.result),
+                     "index_put: shape mismatch: ", "value tensor of shape ", values.sym_sizes(),
+                     " cannot be broadcast to indexing ", "result of shape ",
+                     SymIntArrayRef(p.result));
+          return meta::one_spec(self.sym_sizes(), self.dtype(), self.device());
+        })
+        .cpu(index_put_kernel)
+        .backward([](const BackwardContext& c) {
+          const std::vector<Tensor> idx = saved_tail(c, 2);
+          std::vector<Tensor> g(c.inputs.size());
+          if (c.needs_grad(0)) {
+            g[0] = c.attrs.b(0) ? c.grad()
+                                : call_index_put(index_put_op(), c.grad(),
+                                                 zeros({}, c.grad().dtype()), idx, false);
+          }
+          if (c.needs_grad(1)) g[1] = call_index(c.grad(), idx);
+          return g;
+        })
+        .samples(index_put_samples)
+        .error_samples([] {
+          auto s = index_error_samples({make({}, kFloat32)}, {false});
+          const Tensor self = make({5, 4}, kFloat32), i = ix({0, 2});
+          s.push_back({{self, make({2, 4}, kFloat64), i},
+                       {false},
+                       "got float32 for the destination and float64 for the source",
+                       "dtype"});
+          s.push_back({{self, make({3, 4}, kFloat32), i},
+                       {false},
+                       "shapes [2, 4] and [3, 4] cannot be broadcast together",
+                       "values of [3, 4]"});
+          s.push_back({{self, make({2, 1, 4}, kFloat32), i},
+                       {false},
+                       "value tensor of shape [2, 1, 4] cannot be broadcast to indexing result of "
+                       "shape [2, 4]",
+                       "values of [2, 1, 4]"});
+          s.push_back({{self.to(kBool), make({2, 4}, kBool), i},
+                       {true},
+                       "reductions are not supported for dtype bool",
+                       "accumulate bool",
+                       /*in_meta=*/false});
+          return s;
+        })
+        .reference(index_put_reference)
+        .dtypes({kFloat64, kFloat32, kInt64})
+        .lowering("extern:index_put");
+
+// Its backward reads only the indices (inputs 2 on), not self or the values.
+[[maybe_unused]] static const bool index_put_saves_indices =
+    (index_put_def.saved_inputs = ~uint64_t{0} << 2, true);
 
 namespace {
 [[maybe_unused]] const bool kInplaceRegistered = index_ops::register_inplace({"index_put"});

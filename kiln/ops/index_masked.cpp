@@ -347,6 +347,7 @@ KILN_REGISTER_OP(masked_scatter)
     .schema("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor")
     .meta(masked_scatter_meta)
     .cpu(masked_scatter_kernel)
+    .save_inputs({1, 2})
     .backward([](const BackwardContext& c) {
       const Tensor &mask = c.input(1), &source = c.input(2), &grad = c.grad();
       std::vector<Tensor> g(3);
@@ -412,6 +413,7 @@ KILN_REGISTER_OP(put)
     .schema("put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor")
     .meta(put_meta)
     .cpu(put_kernel)
+    .save_inputs({1, 2})
     .backward([](const BackwardContext& c) {
       const Tensor &index = c.input(1), &source = c.input(2), &grad = c.grad();
       std::vector<Tensor> g(3);

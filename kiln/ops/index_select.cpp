@@ -308,6 +308,7 @@ KILN_REGISTER_OP(index_add)
         "Tensor")
     .meta(index_source_meta("index_add"))
     .cpu(index_source_kernel("index_add", cpu::ScatterOp::Sum))
+    .save_inputs({0, 1})  // self (for its rank) and the index
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_add", c.attrs.i(0), c.input(0));
       std::vector<Tensor> g(3);
@@ -325,6 +326,7 @@ KILN_REGISTER_OP(index_copy)
     .schema("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor")
     .meta(index_source_meta("index_copy"))
     .cpu(index_source_kernel("index_copy", cpu::ScatterOp::Assign))
+    .save_inputs({0, 1})  // self (for its rank) and the index
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_copy", c.attrs.i(0), c.input(0));
       std::vector<Tensor> g(3);
@@ -342,6 +344,7 @@ KILN_REGISTER_OP(index_fill)
     .schema("index_fill(Tensor self, int dim, Tensor index, Tensor value) -> Tensor")
     .meta(index_fill_meta)
     .cpu(index_fill_kernel)
+    .save_inputs({0, 1})  // self (for its rank) and the index
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_fill", c.attrs.i(0), c.input(0));
       std::vector<Tensor> g(3);

@@ -196,8 +196,8 @@ void derive_inplace(const OpDef& base, InplaceKind kind) {
       .inplace();
   for (int dev = 0; dev < kNumDeviceTypes; ++dev)
     if (base.kernels[dev]) d.kernels[dev] = inplace_kernel(&base, name, base.kernels[dev], kind);
-  d.saves_inputs = base.saves_inputs;
-  d.saves_outputs = base.saves_outputs;
+  d.saved_inputs = base.saved_inputs;
+  d.saved_outputs = base.saved_outputs;
   d.atol = base.atol;
   d.rtol = base.rtol;
 }

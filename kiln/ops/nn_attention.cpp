@@ -294,7 +294,7 @@ KILN_REGISTER_OP(scaled_dot_product_attention)
         "-> (Tensor out, Tensor attn)")
     .meta(sdpa_meta)
     .cpu(sdpa_kernel)
-    .save_outputs(true)
+    .save_outputs({1})  // the attention weights
     .backward(sdpa_backward)
     .samples(sdpa_samples)
     .error_samples(sdpa_error_samples)

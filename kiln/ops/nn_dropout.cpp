@@ -109,7 +109,8 @@ KILN_REGISTER_OP(native_dropout)
     .meta(dropout_meta)
     .cpu(dropout_kernel)
     .random()
-    .save_outputs()
+    .save_inputs({})
+    .save_outputs({1})  // the noise
     .backward([](const BackwardContext& c) {
       if (!c.grad(0).defined()) return std::vector<Tensor>{Tensor()};
       return std::vector<Tensor>{c.grad(0) * c.output(1)};

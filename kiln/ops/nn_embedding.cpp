@@ -171,6 +171,7 @@ KILN_REGISTER_OP(embedding_backward)
       });
       nn_util::store(out[0], acc);
     })
+    .save_inputs({1})
     .backward([](const BackwardContext& c) {
       // The adjoint of the scatter-add: a lookup, masked and scaled the same way.
       const Tensor& idx = c.input(1);

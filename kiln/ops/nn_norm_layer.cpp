@@ -101,7 +101,7 @@ std::vector<Tensor> row_norm_backward(const BackwardContext& c, bool centered) {
     }
   }
   if (!w.defined()) grads[1] = Tensor();
-  if (centered && !c.input(2).defined()) grads[2] = Tensor();
+  if (centered && !c.needs_grad(2)) grads[2] = Tensor();
   return grads;
 }
 
@@ -184,7 +184,8 @@ KILN_REGISTER_OP(layer_norm)
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       row_norm_kernel(in, out, a.f(1), static_cast<int64_t>(a.ints(0).size()), true);
     })
-    .save_outputs(true)
+    .save_inputs({0, 1})
+    .save_outputs({1, 2})
     .backward([](const BackwardContext& c) { return row_norm_backward(c, true); })
     .samples([](ScalarType dt) { return row_norm_samples(dt, true); })
     .error_samples([] { return row_norm_error_samples(true); })
@@ -202,7 +203,8 @@ KILN_REGISTER_OP(rms_norm)
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       row_norm_kernel(in, out, a.f(1), static_cast<int64_t>(a.ints(0).size()), false);
     })
-    .save_outputs(true)
+    .save_inputs({0, 1})
+    .save_outputs({1})
     .backward([](const BackwardContext& c) { return row_norm_backward(c, false); })
     .samples([](ScalarType dt) { return row_norm_samples(dt, false); })
     .error_samples([] { return row_norm_error_samples(false); })

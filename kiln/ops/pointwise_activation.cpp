@@ -108,6 +108,7 @@ KILN_REGISTER_OP(threshold_backward)
     .cpu(pointwise::kernel_with<2, Dtypes::Numeric | Dtypes::Native16>(
         "threshold_backward",
         [](const Attrs& a) { return scalar::ThresholdBackward{a.scalar(0).to_double()}; }))
+    .save_inputs({1})
     .backward([](const BackwardContext& c) {
       return grads(threshold_backward(c.grad(), c.input(1), c.attrs.scalar(0)),
                    zeros_like(c.input(1)));

@@ -97,6 +97,7 @@ KILN_REGISTER_OP(add)
     .schema("add(Tensor self, Tensor other, Scalar alpha=1) -> Tensor")
     .meta(add_meta("add"))
     .cpu(add_kernel(1))
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) {
       double alpha = c.attrs.scalar(0).to_double();
       return grads(c.grad(), alpha == 1 ? c.grad() : c.grad() * alpha);
@@ -113,6 +114,7 @@ KILN_REGISTER_OP(sub)
     .schema("sub(Tensor self, Tensor other, Scalar alpha=1) -> Tensor")
     .meta(add_meta("sub"))
     .cpu(add_kernel(-1))
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) {
       return grads(c.grad(), c.grad() * -c.attrs.scalar(0).to_double());
     })
@@ -199,6 +201,7 @@ KILN_REGISTER_OP(neg)
     .schema("neg(Tensor self) -> Tensor")
     .meta(meta::unary)
     .cpu(pointwise::kernel<scalar::Neg, 1, Dtypes::Numeric | Dtypes::Native16>("neg"))
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) { return grads(-c.grad()); })
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference(pointwise::reference([](double a) { return -a; }))
@@ -221,6 +224,7 @@ KILN_REGISTER_OP(sign)
     .schema("sign(Tensor self) -> Tensor")
     .meta(meta::unary)
     .cpu(pointwise::kernel<scalar::Sign, 1, Dtypes::All>("sign"))
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) { return grads(zeros_like(c.grad())); })
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference(pointwise::reference([](double a) { return a > 0   ? 1.0

@@ -26,6 +26,7 @@ OpDef& rounding_op(const char* name, const char* functor, double (*ref)(double))
         if (!is_floating_point(out[0].dtype())) return cpu::copy(out[0], in[0]);
         pointwise::run<1, Dtypes::Floating>(name, out[0].dtype(), in, out[0], F{});
       })
+      .save_inputs({})  // the backward reads no input
       .backward([](const BackwardContext& c) { return grads(zeros_like(c.grad())); })
       .samples([](ScalarType dt) { return samples::unary(dt); })
       .reference(reference(ref))
@@ -215,6 +216,7 @@ KILN_REGISTER_OP(round)
                                             scalar::RoundDecimals(decimals));
       }
     })
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) { return grads(zeros_like(c.grad())); })
     .samples(round_samples)
     .reference(pointwise::reference_fn([](const double* v, const Attrs& a) {
@@ -237,6 +239,7 @@ KILN_REGISTER_OP(frac)
     .schema("frac(Tensor self) -> Tensor")
     .meta(meta::unary)
     .cpu(pointwise::kernel<scalar::Frac, 1, Dtypes::Floating>("frac"))
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) { return grads(c.grad()); })
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference(reference([](double x) { return x - std::trunc(x); }))

@@ -182,6 +182,7 @@ KILN_REGISTER_OP(where)
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       select_kernel("where", out[0], in[0], in[1], in[2]);
     })
+    .save_inputs({0})
     .backward([](const BackwardContext& c) {
       const Tensor &cond = c.input(0), &g = c.grad();
       return grads(Tensor(), c.needs_grad(1) ? where(cond, g, zeros_like(g)) : Tensor(),
@@ -222,6 +223,7 @@ KILN_REGISTER_OP(masked_fill)
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       select_kernel("masked_fill", out[0], in[1], in[2], in[0]);
     })
+    .save_inputs({1})
     .backward([](const BackwardContext& c) {
       const Tensor &mask = c.input(1), &g = c.grad();
       return grads(c.needs_grad(0) ? where(mask, zeros_like(g), g) : Tensor(), Tensor(),
@@ -285,6 +287,7 @@ KILN_REGISTER_OP(addcmul)
                                                     [](const Attrs& a) {
                                                       return scalar::Addcmul{a.f(0)};
                                                     }))
+    .save_inputs({1, 2})
     .backward([](const BackwardContext& c) {
       const double v = c.attrs.f(0);
       const Tensor &t1 = c.input(1), &t2 = c.input(2), &g = c.grad();
@@ -313,6 +316,7 @@ KILN_REGISTER_OP(addcdiv)
                                                      [](const Attrs& a) {
                                                        return scalar::Addcdiv{a.f(0)};
                                                      }))
+    .save_inputs({1, 2})
     .backward([](const BackwardContext& c) {
       const double v = c.attrs.f(0);
       const Tensor &t1 = c.input(1), &t2 = c.input(2), &g = c.grad();

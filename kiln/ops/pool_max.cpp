@@ -139,7 +139,8 @@ KILN_REGISTER_OP(max_pool2d_with_indices)
                                w.dilation[d]);
       });
     })
-    .save_outputs(true)
+    .save_outputs({1})  // the indices; the input only for its sizes
+    .save_metadata()
     .backward(max_pool_backward_formula)
     .samples(max_pool_samples)
     .error_samples([] {
@@ -187,7 +188,8 @@ KILN_REGISTER_OP(adaptive_max_pool2d)
       max_pool_kernel(in[0], out[0], out[1],
                       [&](int d, int64_t i) { return pool::adaptive_span(i, sizes[d], o[d]); });
     })
-    .save_outputs(true)
+    .save_outputs({1})  // the indices; the input only for its sizes
+    .save_metadata()
     .backward(max_pool_backward_formula)
     .error_samples([] {
       const std::vector<int64_t> two{2, 2};
@@ -252,6 +254,7 @@ KILN_REGISTER_OP(max_pool_backward)
         });
       });
     })
+    .save_inputs({1})
     .backward([](const BackwardContext& c) {
       return std::vector<Tensor>{gather_planes(c.grad(), c.input(1)), Tensor()};
     })

@@ -192,7 +192,7 @@ void register_extreme_dim(const char* op) {
         const int64_t dim = in[0].dim() == 0 ? 0 : meta::wrap_dim(op, a.i(0), in[0].dim());
         arg_kernel<kMax>(op, in[0], dim, &out[0], out[1]);
       })
-      .save_outputs(/*inputs_too=*/true)
+      .save_outputs({1})  // the indices
       .backward([op](const BackwardContext& c) {
         const Tensor& x = c.input(0);
         const int64_t dim = x.dim() == 0 ? 0 : meta::wrap_dim(op, c.attrs.i(0), x.dim());

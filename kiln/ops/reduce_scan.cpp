@@ -114,6 +114,7 @@ KILN_REGISTER_OP(cumsum)
     .schema("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
     .meta(scan_meta("cumsum"))
     .cpu(scan_kernel<false>("cumsum"))
+    .save_metadata()  // the inputs' sizes only
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);
       if (x.dim() == 0) return std::vector<Tensor>{c.grad()};

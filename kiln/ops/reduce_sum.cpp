@@ -113,6 +113,7 @@ KILN_REGISTER_OP(sum)
     .schema("sum(Tensor self, int[] dim=[], bool keepdim=False, ScalarType? dtype=None) -> Tensor")
     .meta(sum_meta("sum", sum_dtype))
     .cpu(sum_kernel("sum", false))
+    .save_metadata()  // the inputs' sizes only
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);
       auto dims = reduce::reduced_dims("sum", c.attrs.ints(0), x.dim());
@@ -136,6 +137,7 @@ KILN_REGISTER_OP(mean)
     .schema("mean(Tensor self, int[] dim=[], bool keepdim=False, ScalarType? dtype=None) -> Tensor")
     .meta(sum_meta("mean", mean_dtype))
     .cpu(sum_kernel("mean", true))
+    .save_metadata()  // the inputs' sizes only
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);
       auto dims = reduce::reduced_dims("mean", c.attrs.ints(0), x.dim());

@@ -88,9 +88,9 @@ Tensor std_to_var_grad(const Tensor& grad, const Tensor& std) {
 
 void register_var(const char* op, bool take_sqrt, bool with_mean) {
   std::string outputs = with_mean ? "(Tensor, Tensor)" : "Tensor";
-  register_op(op)
-      .schema(std::string(op) +
-              "(Tensor self, int[] dim=[], float correction=1, bool keepdim=False) -> " + outputs)
+  OpDef& def = register_op(op);
+  def.schema(std::string(op) +
+             "(Tensor self, int[] dim=[], float correction=1, bool keepdim=False) -> " + outputs)
       .meta([op, with_mean](const std::vector<Tensor>& in, const Attrs& a) {
         const Tensor& x = in[0];
         KILN_CHECK(is_floating_point(x.dtype()), op,
@@ -111,7 +111,7 @@ void register_var(const char* op, bool take_sqrt, bool with_mean) {
                               VarRuns<T>{out[0].data_ptr<T>(), mean_out, v.correction, take_sqrt});
         });
       })
-      .save_outputs(/*inputs_too=*/true)
+      .save_inputs({0})
       .backward([op, take_sqrt, with_mean](const BackwardContext& c) {
         const Tensor& x = c.input(0);
         VarArgs v = var_args(op, x, c.attrs);
@@ -172,6 +172,7 @@ void register_var(const char* op, bool take_sqrt, bool with_mean) {
       })
       .dtypes(reduce::kFloatDtypes)
       .lowering(std::string("reduction:") + op);
+  if (take_sqrt) def.save_outputs({0});  // std's backward divides by the result
 }
 
 [[maybe_unused]] const bool registered = [] {

@@ -1,7 +1,9 @@
 #pragma once
 // The op registry: one OpDef per op holds everything the system knows about it (schema, meta
 // function, kernels per device, backward, samples for the op-table tests). See ARCHITECTURE.md §4.
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,14 +26,24 @@ struct TensorSpec {
 
 struct BackwardContext {
   const std::vector<Tensor>& grads;    // gradient of each output; undefined when none flowed
-  const std::vector<Tensor>& inputs;   // the forward inputs (when the op saves them)
-  const std::vector<Tensor>& outputs;  // the forward outputs (when the op saves them)
+  const std::vector<Tensor>& inputs;   // the forward inputs the op saves (others undefined)
+  const std::vector<Tensor>& outputs;  // the forward outputs the op saves (others undefined)
   const Attrs& attrs;
   const std::vector<bool>& needs_input_grad;
+  // Bit i is set once the formula asked for input/output i (the op-table tests compare these
+  // with what the op declares it saves).
+  mutable uint64_t inputs_read = 0;
+  mutable uint64_t outputs_read = 0;
 
   const Tensor& grad(size_t i = 0) const { return grads.at(i); }
-  const Tensor& input(size_t i) const { return inputs.at(i); }
-  const Tensor& output(size_t i = 0) const { return outputs.at(i); }
+  const Tensor& input(size_t i) const {
+    if (i < 64) inputs_read |= uint64_t{1} << i;
+    return inputs.at(i);
+  }
+  const Tensor& output(size_t i = 0) const {
+    if (i < 64) outputs_read |= uint64_t{1} << i;
+    return outputs.at(i);
+  }
   bool needs_grad(size_t i) const { return i < needs_input_grad.size() && needs_input_grad[i]; }
 };
 
@@ -75,8 +87,12 @@ struct OpDef {
   std::string lowering_;            // how the compiler expresses it ("pointwise:...", "view", ...)
   bool has_jvp = false;
   bool has_vmap = false;
-  bool saves_inputs = true;
-  bool saves_outputs = false;
+  // What autograd keeps for the backward formula, bit i standing for input/output i: exactly
+  // what the formula reads (PyTorch's derivatives.yaml decides the same way), so that in-place
+  // changes to anything else after the op (`out = bn(x); out += residual;`) stay legal. What is
+  // not kept reads as an undefined tensor in the BackwardContext.
+  uint64_t saved_inputs = ~uint64_t{0};
+  uint64_t saved_outputs = 0;
   // The backward reads only the inputs' sizes/strides/dtypes (views, sum, ...): autograd keeps
   // data-less aliases, so later in-place changes to the inputs are not reported as errors.
   bool saves_input_metadata = false;
@@ -101,11 +117,28 @@ struct OpDef {
   OpDef& inplace() { is_inplace = true; return *this; }
   OpDef& random() { is_random = true; return *this; }
   OpDef& dynamic() { dynamic_output = true; return *this; }
-  OpDef& save_outputs(bool inputs_too = false) { saves_outputs = true; saves_inputs = inputs_too; return *this; }
+  // The backward reads every output (and, with inputs_too, every input).
+  OpDef& save_outputs(bool inputs_too = false) {
+    saved_outputs = ~uint64_t{0};
+    saved_inputs = inputs_too ? ~uint64_t{0} : 0;
+    return *this;
+  }
+  // The backward reads only these outputs / inputs.
+  OpDef& save_outputs(std::initializer_list<int> which) { saved_outputs = bits(which); return *this; }
+  OpDef& save_inputs(std::initializer_list<int> which) { saved_inputs = bits(which); return *this; }
   OpDef& tolerance(double a, double r) { atol = a; rtol = r; return *this; }
 
   bool has_kernel(DeviceType d) const { return static_cast<bool>(kernels[static_cast<int>(d)]); }
   bool differentiable() const { return static_cast<bool>(backward_); }
+  bool saves_input(size_t i) const { return i < 64 && (saved_inputs >> i & 1); }
+  bool saves_output(size_t i) const { return i < 64 && (saved_outputs >> i & 1); }
+
+ private:
+  static uint64_t bits(std::initializer_list<int> which) {
+    uint64_t b = 0;
+    for (int i : which) b |= uint64_t{1} << i;
+    return b;
+  }
 };
 
 // Creates (at static-initialisation time) the entry for `name`; names are unique.

@@ -185,7 +185,7 @@ std::vector<Tensor> forward_backward(RnnCell cell, const OpDef& backward_op,
   const size_t k = rnn_util::num_outputs(cell);
   std::vector<Tensor> in;
   for (size_t i = 0; i < k; ++i) in.push_back(c.grad(i));
-  in.insert(in.end(), c.inputs.begin(), c.inputs.end());
+  for (size_t i = 0; i < c.inputs.size(); ++i) in.push_back(c.input(i));
   in.push_back(c.output(0));
   std::vector<Tensor> g = call_op(backward_op, std::move(in), c.attrs);
   for (size_t i = 0; i < g.size(); ++i)
@@ -292,7 +292,7 @@ bool define_entries(RnnCell cell) {
       .cpu([cell](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
         forward_kernel(cell, in, out, a);
       })
-      .save_outputs(true)
+      .save_outputs({0})  // the output sequence; every input
       .backward([cell, &bwd](const BackwardContext& c) { return forward_backward(cell, bwd, c); })
       .samples([cell](ScalarType dt) { return rnn_util::forward_samples(cell, dt); })
       .error_samples([cell] { return error_samples(cell, false); })

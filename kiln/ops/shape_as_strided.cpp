@@ -199,6 +199,7 @@ KILN_REGISTER_OP(as_strided_backward)
            "grad's shape"},
       };
     })
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) {
       const Attrs& a = c.attrs;
       return std::vector<Tensor>{

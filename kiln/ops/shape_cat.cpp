@@ -152,6 +152,7 @@ KILN_REGISTER_OP(cat)
     .schema("cat(Tensor[] tensors, int dim=0) -> Tensor")
     .meta(cat_meta)
     .cpu(cat_kernel)
+    .save_metadata()  // the inputs' sizes only
     .backward([](const BackwardContext& c) {
       std::vector<Tensor> grads(c.inputs.size());
       const Tensor& g = c.grad();

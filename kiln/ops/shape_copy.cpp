@@ -124,6 +124,7 @@ KILN_REGISTER_OP(flip)
         std::reverse(dims[d].src.begin(), dims[d].src.end());
       shape::gather_copy(out[0], in[0], dims);
     })
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) {
       return std::vector<Tensor>{c.grad().flip(c.attrs.ints(0))};
     })
@@ -171,6 +172,7 @@ KILN_REGISTER_OP(roll)
       }
       shape::gather_copy(out[0], in[0], dims);
     })
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) {
       V negated = c.attrs.ints(0);
       for (auto& s : negated) s = -s;
@@ -231,6 +233,7 @@ KILN_REGISTER_OP(repeat)
       }
       shape::gather_copy(out[0], x, dims);
     })
+    .save_metadata()  // the inputs' sizes only
     .backward([](const BackwardContext& c) {
       // grad viewed as [r0, n0, r1, n1, ...] and summed over the repeat dims.
       const Tensor& x = c.input(0);
@@ -304,6 +307,7 @@ KILN_REGISTER_OP(repeat_interleave)
       for (int64_t i = 0; i < n * r; ++i) dims[d].src[i] = i / r;
       shape::gather_copy(out[0], in[0], dims);
     })
+    .save_metadata()  // the inputs' sizes only
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);
       const int64_t d = meta::wrap_dim("repeat_interleave", c.attrs.i(1), x.dim());
@@ -348,6 +352,7 @@ KILN_REGISTER_OP(tril)
     .schema("tril(Tensor self, int diagonal=0) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs&) { return triangle_meta("tril", in); })
     .cpu(triangle_kernel(false))
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) {
       return std::vector<Tensor>{c.grad().tril(c.attrs.i(0))};
     })
@@ -366,6 +371,7 @@ KILN_REGISTER_OP(triu)
     .schema("triu(Tensor self, int diagonal=0) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs&) { return triangle_meta("triu", in); })
     .cpu(triangle_kernel(true))
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) {
       return std::vector<Tensor>{c.grad().triu(c.attrs.i(0))};
     })

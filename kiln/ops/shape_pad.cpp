@@ -172,6 +172,7 @@ KILN_REGISTER_OP(pad)
       shape::gather_copy(out[0], in[0], pad_dims(in[0], a.ints(0), pad_mode(a.str(1))),
                          a.opt_f(2).value_or(0.0));
     })
+    .save_metadata()  // the inputs' sizes only
     .backward([](const BackwardContext& c) {
       const V& pad = c.attrs.ints(0);
       if (pad_mode(c.attrs.str(1)) == PadMode::Constant) {
@@ -260,6 +261,7 @@ KILN_REGISTER_OP(pad_backward)
            "grad's shape"},
       };
     })
+    .save_inputs({})  // the backward reads no input
     .backward([](const BackwardContext& c) {
       return std::vector<Tensor>{kiln::pad(c.grad(), c.attrs.ints(1), c.attrs.str(2))};
     })

@@ -119,7 +119,7 @@ void register_view_backward(const char* forward_name, bool overlapping) {
       })
       .dtypes({kFloat64, kFloat32, kBFloat16})
       .lowering("extern:" + name);
-  op.saves_inputs = false;
+  op.save_inputs({});
 }
 
 }  // namespace kiln::shape

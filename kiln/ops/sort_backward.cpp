@@ -122,6 +122,7 @@ KILN_REGISTER_OP(value_selecting_backward)
         });
       });
     })
+    .save_inputs({1})
     .backward([](const BackwardContext& c) {
       const int64_t dim = meta::wrap_dim("value_selecting_backward", c.attrs.i(0),
                                          static_cast<int64_t>(c.attrs.shape(1).size()));

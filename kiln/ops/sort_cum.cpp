@@ -49,7 +49,7 @@ void register_cum_extreme(const char* op) {
       .cpu([op](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
         cum_extreme_kernel<kMax>(op, in, out, a);
       })
-      .save_outputs(/*inputs_too=*/true)
+      .save_outputs({1})  // the indices; the input only for its sizes
       .save_metadata()
       .backward([op](const BackwardContext& c) {
         const Tensor& x = c.input(0);

@@ -105,7 +105,7 @@ KILN_REGISTER_OP(topk)
                                cpu::write_indices(idx.data(), k, out[1], ir, r);
                              });
     })
-    .save_outputs(/*inputs_too=*/true)
+    .save_outputs({1})  // the indices; the input only for its sizes
     .save_metadata()
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);
@@ -174,7 +174,7 @@ KILN_REGISTER_OP(kthvalue)
       pick_kernel("kthvalue", in[0], dim, a.b(2), out,
                   [k](auto* keys, int64_t n) { return cpu::kthvalue_row(keys, n, k - 1); });
     })
-    .save_outputs(/*inputs_too=*/true)
+    .save_outputs({1})  // the indices; the input only for its sizes
     .save_metadata()
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);
@@ -220,7 +220,7 @@ KILN_REGISTER_OP(median_dim)
       pick_kernel("median_dim", in[0], sorting::along_dim("median_dim", in[0], a.i(0)), a.b(1), out,
                   [floating](auto* keys, int64_t n) { return cpu::median_row(keys, n, floating); });
     })
-    .save_outputs(/*inputs_too=*/true)
+    .save_outputs({1})  // the indices; the input only for its sizes
     .save_metadata()
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);
@@ -255,7 +255,7 @@ KILN_REGISTER_OP(mode)
       pick_kernel("mode", in[0], sorting::along_dim("mode", in[0], a.i(0)), a.b(1), out,
                   [floating](auto* keys, int64_t n) { return cpu::mode_row(keys, n, floating); });
     })
-    .save_outputs(/*inputs_too=*/true)
+    .save_outputs({1})  // the indices; the input only for its sizes
     .save_metadata()
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);

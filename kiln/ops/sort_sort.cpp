@@ -67,7 +67,7 @@ KILN_REGISTER_OP(sort)
                                      meta::spec(in[0].sym_sizes(), kInt64, in[0].device())};
     })
     .cpu(sort_kernel)
-    .save_outputs(/*inputs_too=*/true)
+    .save_outputs({1})  // the indices; the input only for its sizes
     .save_metadata()
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);

@@ -144,7 +144,7 @@ KILN_REGISTER_OP(sparse_csr_mm)
                 in[3].to(work).contiguous(), parse_reduce(a.str(0)), result, out[1]);
       if (!result.is_same(out[0])) out[0].copy_(result);
     })
-    .save_outputs(/*inputs_too=*/true)
+    .save_outputs({1})  // the argument indices; every input
     .backward([](const BackwardContext& c) {
       const Tensor &crow = c.input(0), &col = c.input(1), &values = c.input(2), &dense = c.input(3);
       const cpu::SpmmReduce r = parse_reduce(c.attrs.str(0));
@@ -216,6 +216,7 @@ KILN_REGISTER_OP(sparse_csr_to_dense)
       NoGradGuard no_grad;
       flat.index_put_({rows * a.i(0) + in[1]}, in[2]);
     })
+    .save_inputs({0, 1})  // crow and col indices
     .backward([](const BackwardContext& c) {
       Tensor lin = csr_row_ids(c.input(0)) * c.attrs.i(0) + c.input(1);
       return std::vector<Tensor>{Tensor(), Tensor(), c.grad().reshape({-1}).index_select(0, lin)};

@@ -20,7 +20,7 @@ TEST(Autograd, BackwardOfScalarAccumulatesIntoLeaves) {
   EXPECT_EQ(at(x.grad(), 1), 7.0);
   EXPECT_TRUE(x.is_leaf());
   EXPECT_FALSE(y.is_leaf());
-  EXPECT_EQ(y.grad_fn()->name(), "sum_backward");
+  EXPECT_EQ(y.grad_fn()->name(), "SumBackward0");
 }
 
 TEST(Autograd, BackwardWithGradientArgument) {
@@ -67,8 +67,8 @@ TEST(Autograd, GradReturnsWithoutTouchingDotGrad) {
 
 TEST(Autograd, CreateGraphGivesHigherOrderGradients) {
   Tensor x = tensor({2.0}, requires_grad());
-  Tensor y = (x * x * x).sum();                                  // x^3
-  auto g1 = autograd::grad({y}, {x}, {}, std::nullopt, true);     // 3x^2 = 12
+  Tensor y = (x * x * x).sum();                                // x^3
+  auto g1 = autograd::grad({y}, {x}, {}, std::nullopt, true);  // 3x^2 = 12
   EXPECT_EQ(at(g1[0], 0), 12.0);
   auto g2 = autograd::grad({g1[0].sum()}, {x}, {}, std::nullopt, true);  // 6x = 12
   EXPECT_EQ(at(g2[0], 0), 12.0);
@@ -169,7 +169,7 @@ TEST(Autograd, ModifiedSavedTensorIsReported) {
   } catch (const Error& e) {
     std::string m = e.what();
     EXPECT_NE(m.find("modified by an inplace operation"), std::string::npos) << m;
-    EXPECT_NE(m.find("mul_backward"), std::string::npos) << m;
+    EXPECT_NE(m.find("MulBackward0"), std::string::npos) << m;
     EXPECT_NE(m.find("is at version 1; expected version 0"), std::string::npos) << m;
   }
 }
@@ -243,7 +243,8 @@ struct MulConstant : autograd::Function<MulConstant> {
 TEST(Autograd, CustomFunction) {
   Tensor x = tensor({1.0, 2.0}, requires_grad());
   Tensor y = MulConstant::apply(x, 5.0);
-  EXPECT_EQ(y.grad_fn()->name(), "CppNode");
+  EXPECT_EQ(y.grad_fn()->name(),
+            "torch::autograd::CppNode<kiln::(anonymous namespace)::MulConstant>");
   y.sum().backward();
   EXPECT_EQ(at(x.grad(), 0), 5.0);
 }

@@ -66,7 +66,8 @@ struct BroadcastGrad : autograd::Function<BroadcastGrad> {
 TEST(GradientValidation, CustomFunctionGradientsMustMatchTheInput) {
   Tensor x = ones({3}, requires_grad());
   EXPECT_EQ(testing::error_message([&] { WrongShapeGrad::apply(x).sum().backward(); }),
-            "custom Function returned an invalid gradient at index 0 - got [5] but expected "
+            "Function torch::autograd::CppNode<kiln::(anonymous namespace)::WrongShapeGrad> "
+            "returned an invalid gradient at index 0 - got [5] but expected "
             "shape compatible with [3]");
   BroadcastGrad::apply(x).sum().backward();
   EXPECT_EQ(x.grad().sizes().vec(), std::vector<int64_t>{3});
