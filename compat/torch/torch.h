@@ -10,10 +10,52 @@
 // `using namespace torch;`, a call `autograd::grad(...)` would see both torch::autograd and
 // kiln::autograd and be ambiguous. A libtorch name that belongs in a sub-namespace and that
 // Kiln spells differently is added to the matching kiln namespace in torch/detail/aliases.h.
+// The C++ standard headers libtorch's <torch/torch.h> brings in, so that a program using
+// std::cout, std::sort, std::chrono, std::setprecision, std::accumulate or assert with only
+// <torch/torch.h> compiles here too.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bitset>
+#include <cassert>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <iterator>
+#include <limits>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
 #include <optional>
+#include <queue>
+#include <set>
+#include <sstream>
+#include <stack>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <typeindex>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "kiln/kiln.h"
 #include "torch/detail/aliases.h"
+#include "torch/detail/c10_util.h"
+#include "torch/detail/macros.h"
 
 // libtorch's macros for module holders and option fields.
 #define TORCH_MODULE(Name) KILN_MODULE(Name)
@@ -22,10 +64,28 @@
 
 namespace torch {
 using namespace ::kiln;
+using ::c10::InferenceMode;
+using ::c10::str;
+// torch/types.h: torch::optional is std::optional.
+using std::nullopt;
+using std::optional;
+// torch/types.h: the short dtype names.
+constexpr Dtype kU8 = kUInt8;
+constexpr Dtype kI8 = kInt8;
+constexpr Dtype kI16 = kInt16;
+constexpr Dtype kI32 = kInt32;
+constexpr Dtype kI64 = kInt64;
+constexpr Dtype kF16 = kFloat16;
+constexpr Dtype kBF16 = kBFloat16;
+constexpr Dtype kF32 = kFloat32;
+constexpr Dtype kF64 = kFloat64;
 }  // namespace torch
 
 namespace at {
 using namespace ::kiln;
+using ::c10::InferenceMode;
+using ::c10::irange;
+using ::c10::str;
 }  // namespace at
 
 namespace c10 {

@@ -21,6 +21,15 @@ enum class ScalarType : int8_t {
   Float32,
   Float64,
   Undefined,
+  // c10's enumerator names (ScalarType::Float, ...), the same values.
+  Byte = UInt8,
+  Char = Int8,
+  Short = Int16,
+  Int = Int32,
+  Long = Int64,
+  Half = Float16,
+  Float = Float32,
+  Double = Float64,
 };
 using Dtype = ScalarType;
 constexpr int kNumScalarTypes = static_cast<int>(ScalarType::Undefined);

@@ -51,6 +51,17 @@ class Scalar {
       return static_cast<T>(static_cast<float>(d));
     }
   }
+  // libtorch's spellings of the accessors above.
+  double toDouble() const { return to_double(); }
+  float toFloat() const { return static_cast<float>(to_double()); }
+  int64_t toLong() const { return to_long(); }
+  int toInt() const { return static_cast<int>(to_long()); }
+  bool toBool() const { return to<bool>(); }
+  bool isFloatingPoint() const { return is_floating_point(); }
+  bool isIntegral(bool includeBool) const { return is_integral() || (includeBool && is_bool()); }
+  bool isBoolean() const { return is_bool(); }
+  bool isComplex() const { return false; }
+  ScalarType type() const { return dtype(); }
   // The dtype a Python number of this kind has: bool, int64 or float64 (a "wrapped number").
   ScalarType dtype() const {
     return kind_ == Kind::Float ? kFloat64 : kind_ == Kind::Int ? kInt64 : kBool;

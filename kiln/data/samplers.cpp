@@ -60,4 +60,52 @@ std::optional<std::vector<size_t>> RandomSampler::next(size_t batch_size) {
   return take(&indices_, indices_.size(), index_, batch_size);
 }
 
+DistributedSampler::DistributedSampler(size_t size, size_t num_replicas, size_t rank,
+                                       bool allow_duplicates)
+    : size_(size), num_replicas_(num_replicas), rank_(rank), allow_duplicates_(allow_duplicates) {
+  KILN_CHECK(num_replicas > 0, "DistributedSampler: num_replicas must be positive, got 0");
+  KILN_CHECK(rank < num_replicas, "DistributedSampler: rank ", rank,
+             " is out of range for num_replicas ", num_replicas);
+}
+
+size_t DistributedSampler::local_sample_count() const {
+  return allow_duplicates_ ? (size_ + num_replicas_ - 1) / num_replicas_ : size_ / num_replicas_;
+}
+
+void DistributedSampler::take_share(const std::vector<size_t>& order) {
+  const size_t count = local_sample_count();
+  indices_.resize(count);
+  for (size_t i = 0; i < count; ++i) indices_[i] = order[(rank_ * count + i) % order.size()];
+  index_ = 0;
+}
+
+std::optional<std::vector<size_t>> DistributedSampler::next(size_t batch_size) {
+  return take(&indices_, indices_.size(), index_, batch_size);
+}
+
+DistributedRandomSampler::DistributedRandomSampler(size_t size, size_t num_replicas, size_t rank,
+                                                   bool allow_duplicates)
+    : DistributedSampler(size, num_replicas, rank, allow_duplicates) {
+  reset();
+}
+
+void DistributedRandomSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) size_ = *new_size;
+  Generator generator(epoch_);
+  take_share(random_permutation(size_, generator));
+}
+
+DistributedSequentialSampler::DistributedSequentialSampler(size_t size, size_t num_replicas,
+                                                           size_t rank, bool allow_duplicates)
+    : DistributedSampler(size, num_replicas, rank, allow_duplicates) {
+  reset();
+}
+
+void DistributedSequentialSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) size_ = *new_size;
+  std::vector<size_t> order(size_);
+  for (size_t i = 0; i < size_; ++i) order[i] = i;
+  take_share(order);
+}
+
 }  // namespace kiln::data::samplers

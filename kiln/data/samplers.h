@@ -51,6 +51,51 @@ class RandomSampler : public Sampler<> {
   size_t index_ = 0;
 };
 
+// The share of `size` examples that replica `rank` of `num_replicas` sees in an epoch, as
+// libtorch's DistributedSampler: ceil(size / num_replicas) indices when allow_duplicates (the
+// last replicas wrap around to the start, so every replica gets the same count and every example
+// is seen), floor(size / num_replicas) otherwise (the remainder is left out).
+class DistributedSampler : public Sampler<> {
+ public:
+  DistributedSampler(size_t size, size_t num_replicas = 1, size_t rank = 0,
+                     bool allow_duplicates = true);
+  // The epoch seeds DistributedRandomSampler's permutation, so all replicas agree on it.
+  void set_epoch(size_t epoch) { epoch_ = epoch; }
+  size_t epoch() const { return epoch_; }
+  std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  size_t index() const noexcept { return index_; }
+
+ protected:
+  size_t local_sample_count() const;
+  // This replica's indices from an epoch's ordering of all examples.
+  void take_share(const std::vector<size_t>& order);
+
+  size_t size_;
+  size_t num_replicas_;
+  size_t rank_;
+  bool allow_duplicates_;
+  size_t epoch_ = 0;
+  std::vector<size_t> indices_;
+  size_t index_ = 0;
+};
+
+// Each epoch shuffles all examples with a generator seeded by the epoch, then takes this
+// replica's share. Call set_epoch(e) before each epoch to see a new order.
+class DistributedRandomSampler : public DistributedSampler {
+ public:
+  DistributedRandomSampler(size_t size, size_t num_replicas = 1, size_t rank = 0,
+                           bool allow_duplicates = true);
+  void reset(std::optional<size_t> new_size = std::nullopt) override;
+};
+
+// This replica's share of the examples in order: rank r sees a contiguous run.
+class DistributedSequentialSampler : public DistributedSampler {
+ public:
+  DistributedSequentialSampler(size_t size, size_t num_replicas = 1, size_t rank = 0,
+                               bool allow_duplicates = true);
+  void reset(std::optional<size_t> new_size = std::nullopt) override;
+};
+
 // A random permutation of 0..n-1 drawn from `generator` (shared by RandomSampler and random_split).
 std::vector<size_t> random_permutation(size_t n, Generator& generator);
 

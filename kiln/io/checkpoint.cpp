@@ -53,6 +53,41 @@ void load(optim::Optimizer& optimizer, const std::string& path) {
   optimizer.load_state_dict(unprefixed(file, ""));
 }
 
+// A tensor list is stored under the keys "0", "1", ..., as libtorch's archives name the elements.
+void save(const std::vector<Tensor>& tensors, const std::string& path) {
+  std::map<std::string, Tensor> named;
+  for (size_t i = 0; i < tensors.size(); ++i) named.emplace(std::to_string(i), tensors[i]);
+  io::save_safetensors(named, path, {{kFormatKey, "tensors"}});
+}
+
+void load(std::vector<Tensor>& tensors, const std::string& path) {
+  io::SafetensorsFile file = io::load_safetensors(path);
+  check_format(file, path, "tensors");
+  std::vector<Tensor> out(file.tensors.size());
+  for (auto& [key, value] : file.tensors) {
+    size_t i = 0;
+    bool is_index = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
+    if (is_index) i = std::stoul(key);
+    KILN_CHECK(is_index && i < out.size() && !out[i].defined(), "load: '", path,
+               "' holds a tensor named '", key, "'; a tensor list is stored as '0' .. '",
+               out.size() - 1, "'");
+    out[i] = std::move(value);
+  }
+  tensors = std::move(out);
+}
+
+void save(const Tensor& tensor, const std::string& path) {
+  save(std::vector<Tensor>{tensor}, path);
+}
+
+void load(Tensor& tensor, const std::string& path) {
+  std::vector<Tensor> tensors;
+  load(tensors, path);
+  KILN_CHECK(tensors.size() == 1, "load(Tensor&): '", path, "' holds ", tensors.size(),
+             " tensors, expected one (load it into a std::vector<Tensor>)");
+  tensor = std::move(tensors[0]);
+}
+
 namespace io {
 
 void save_checkpoint(const std::string& path, const nn::Module& model,
