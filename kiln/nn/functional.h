@@ -16,6 +16,10 @@
 
 namespace kiln::nn::functional {
 
+inline Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {}) {
+  return kiln::linear(input, weight, bias);
+}
+
 // ---- activations ----
 inline Tensor relu(const Tensor& x) { return x.relu(); }
 inline Tensor gelu(const Tensor& x, const std::string& approximate = "none") {

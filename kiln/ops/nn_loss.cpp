@@ -14,8 +14,12 @@ void check_same_size(const char* op, const Tensor& input, const Tensor& target) 
              ") is not supported. Please ensure they have the same size.");
 }
 
-// log(x) limited below at -100, as PyTorch's binary_cross_entropy does.
-Tensor clamped_log(const Tensor& x) { return x.log().clamp_min(-100); }
+// log(x) limited below at -100, as PyTorch's binary_cross_entropy does. At x == 0 the value is
+// the constant -100 and log never sees 0, so the gradient there is 0 rather than 0 * inf = nan.
+Tensor clamped_log(const Tensor& x) {
+  const Tensor positive = x > 0;
+  return where(positive, where(positive, x, 1).log(), -100).clamp_min(-100);
+}
 
 }  // namespace
 

@@ -61,6 +61,8 @@ Tensor isnan(const Tensor& self);
 bool equal(const Tensor& self, const Tensor& other);
 Tensor isinf(const Tensor& self);
 Tensor isfinite(const Tensor& self);
+// log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given (torch.logit).
+Tensor logit(const Tensor& self, std::optional<double> eps = std::nullopt);
 // |self - other| <= atol + rtol * |other| element-wise, infinities equal to themselves and NaNs
 // equal only with equal_nan (torch.isclose / torch.allclose).
 Tensor isclose(const Tensor& self, const Tensor& other, double rtol = 1e-05, double atol = 1e-08,

@@ -149,6 +149,23 @@ TEST(LibtorchSurface, DataAccessorsAndSmallMethods) {
   EXPECT_TRUE(constant_pad_nd(ones({1}), {1, 2}, 3).equal(tensor({3.0f, 1.0f, 3.0f, 3.0f})));
 }
 
+TEST(LibtorchSurface, CloseAndLogit) {
+  Tensor a = tensor({1.0, INFINITY, NAN, 2.0}, kFloat64);
+  Tensor b = tensor({1.0 + 1e-9, INFINITY, NAN, 2.1}, kFloat64);
+  EXPECT_TRUE(a.isclose(b).equal(tensor({true, true, false, false})));
+  EXPECT_TRUE(isclose(a, b, 1e-5, 1e-8, true).equal(tensor({true, true, true, false})));
+  EXPECT_TRUE(isclose(a, b, 0.1).equal(tensor({true, true, false, true})));
+  EXPECT_FALSE(a.allclose(b));
+  EXPECT_TRUE(a.slice(0, 0, 2).allclose(b.slice(0, 0, 2)));
+  EXPECT_TRUE(
+      raises([&] { isclose(a, b.to(kFloat32)); }, "isclose", "float64 did not match float32"));
+  Tensor p = tensor({0.25, 0.5, 1.0}, kFloat64).requires_grad_();
+  Tensor l = logit(p, 0.1);
+  EXPECT_TRUE(l.allclose(tensor({std::log(1.0 / 3), 0.0, std::log(9.0)}, kFloat64)));
+  l.sum().backward();  // 1 / (p (1 - p)) inside [eps, 1 - eps], 0 where clamped
+  EXPECT_TRUE(p.grad().allclose(tensor({1 / 0.1875, 4.0, 0.0}, kFloat64)));
+}
+
 TEST(LibtorchSurface, DeviceAndOptions) {
   Device d(std::string("cuda:1"));
   EXPECT_EQ(d.type(), kCUDA);

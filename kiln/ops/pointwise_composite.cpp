@@ -1,4 +1,4 @@
-// isclose and allclose, composed from pointwise ops.
+// isclose, allclose and logit: composed from registered pointwise ops.
 #include "kiln/ops/pointwise.h"
 #include "kiln/ops/reduce.h"
 
@@ -18,6 +18,13 @@ Tensor isclose(const Tensor& self, const Tensor& other, double rtol, double atol
 
 bool allclose(const Tensor& self, const Tensor& other, double rtol, double atol, bool equal_nan) {
   return isclose(self, other, rtol, atol, equal_nan).all().item<bool>();
+}
+
+Tensor logit(const Tensor& self, std::optional<double> eps) {
+  KILN_CHECK(self.is_floating_point(), "logit: expected a floating-point input, got ",
+             self.dtype());
+  const Tensor p = eps ? self.clamp(*eps, 1 - *eps) : self;
+  return (p / (1 - p)).log();
 }
 
 Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
