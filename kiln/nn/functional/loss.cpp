@@ -5,6 +5,7 @@
 
 #include "kiln/core/error.h"
 #include "kiln/ops/ctc.h"
+#include "kiln/ops/nn_util.h"
 #include "kiln/ops/ops.h"
 
 namespace kiln::nn {
@@ -21,17 +22,7 @@ KLDivReduction::KLDivReduction(const std::string& name) {
 namespace kiln::nn::functional {
 namespace {
 
-Tensor reduce(const Tensor& loss, Reduction reduction) {
-  switch (reduction) {
-    case Reduction::Mean:
-      return loss.mean();
-    case Reduction::Sum:
-      return loss.sum();
-    case Reduction::None:
-      return loss;
-  }
-  return loss;
-}
+using nn_util::apply_reduction;
 
 // Views an unbatched (C) input and its () target as a batch of one; `batched` says which it was.
 struct Batch {
@@ -53,7 +44,7 @@ Batch as_batch(const char* fn, const Tensor& input, const Tensor& target, bool t
 
 // Per-sample losses back in the input's batching, then reduced.
 Tensor reduce_per_sample(const Tensor& per_sample, bool batched, Reduction reduction) {
-  return reduce(batched ? per_sample : per_sample.squeeze({0}), reduction);
+  return apply_reduction(batched ? per_sample : per_sample.squeeze({0}), reduction);
 }
 
 }  // namespace
@@ -125,12 +116,12 @@ Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target,
   Tensor zero = zeros_like(input);
   Tensor below_margin = kiln::where(target.ne(1), (options.margin() - input).clamp_min(0), zero);
   Tensor positive = kiln::where(target.ne(-1), input, zero);
-  return reduce(below_margin + positive, options.reduction());
+  return apply_reduction(below_margin + positive, options.reduction());
 }
 
 Tensor soft_margin_loss(const Tensor& input, const Tensor& target,
                         const SoftMarginLossFuncOptions& options) {
-  return reduce((-target * input).exp().log1p(), options.reduction());
+  return apply_reduction((-target * input).exp().log1p(), options.reduction());
 }
 
 Tensor multi_margin_loss(const Tensor& input, const Tensor& target,
@@ -173,7 +164,7 @@ Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
   Tensor loss = -(target * kiln::log_sigmoid(input) + (1 - target) * kiln::log_sigmoid(-input));
   if (options.weight().defined()) loss = loss * options.weight();
   const int64_t class_dim = input.dim() - 1;
-  return reduce(loss.sum({class_dim}) / input.size(class_dim), options.reduction());
+  return apply_reduction(loss.sum({class_dim}) / input.size(class_dim), options.reduction());
 }
 
 Tensor poisson_nll_loss(const Tensor& input, const Tensor& target,
@@ -184,7 +175,7 @@ Tensor poisson_nll_loss(const Tensor& input, const Tensor& target,
     Tensor stirling = target * target.log() - target + 0.5 * (2 * std::numbers::pi * target).log();
     loss = loss + kiln::where(target.gt(1), stirling, zeros_like(stirling));
   }
-  return reduce(loss, options.reduction());
+  return apply_reduction(loss, options.reduction());
 }
 
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
