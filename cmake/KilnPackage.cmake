@@ -22,8 +22,9 @@ install(TARGETS kiln kiln_compat EXPORT KilnTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# *.inc: the CPU kernels' per-ISA bodies, which kiln/backend/cpu headers include.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/kiln/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln
-  FILES_MATCHING PATTERN "*.h")
+  FILES_MATCHING PATTERN "*.h" PATTERN "*.inc")
 # Beside, not inside, the kiln include root: <torch/torch.h> is visible only to targets that
 # link Kiln::compat, so Kiln and a real libtorch can share a prefix.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/compat/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/compat

@@ -1,4 +1,4 @@
-// Kiln's thread count and build facts for the reports.
+// Kiln's thread count, vector level and build facts for the reports.
 #include "bench/libtorch/timing.h"
 #include "kiln/backend/cpu/blas.h"
 #include "kiln/kiln.h"
@@ -8,5 +8,6 @@ namespace bench {
 void set_kiln_threads(int n) { kiln::set_num_threads(n); }
 int kiln_threads() { return kiln::get_num_threads(); }
 std::string kiln_bf16_matmul_path() { return kiln::cpu::bf16_gemm_path(); }
+std::string kiln_cpu_capability() { return kiln::get_cpu_capability(); }
 
 }  // namespace bench

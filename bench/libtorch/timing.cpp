@@ -176,7 +176,9 @@ void write_report_header(std::ostringstream& md, const std::string& title,
      << "- Threads: " << kiln_threads() << " for Kiln (kiln::set_num_threads) and "
      << torch_threads() << " for libtorch (at::set_num_threads)\n"
      << "- libtorch " << torch_version() << " (the pip wheel's C++ library); Kiln "
-     << o.kiln_version << "\n";
+     << o.kiln_version << "\n"
+     << "- Vector instruction set: Kiln " << kiln_cpu_capability() << ", libtorch "
+     << torch_cpu_capability() << "\n";
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   md << "- OMP_WAIT_POLICY (both libraries' threads are OpenMP teams): "
      << (wait_policy ? wait_policy : "unset (spin, then sleep)") << "\n";

@@ -122,10 +122,10 @@ std::string make_header(const std::vector<Entry>& entries,
     out += detail::safetensors_name_of(e.data.dtype());
     out += "\",\"shape\":[";
     bool first_dim = true;
-    for (const SymInt& d : e.data.sizes()) {
+    for (int64_t d : e.data.sizes()) {
       if (!first_dim) out += ',';
       first_dim = false;
-      out += std::to_string(d.guard_int());
+      out += std::to_string(d);
     }
     const uint64_t nbytes = e.data.nbytes();
     out += "],\"data_offsets\":[";

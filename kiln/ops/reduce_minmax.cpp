@@ -36,7 +36,8 @@ struct ExtremeReducer {
   Lane fold(Lane a, C v) const { return pick(a, static_cast<Lane>(v)); }
   Acc fold_contiguous(const T* p, int64_t n) const {
     if constexpr (std::is_same_v<C, float>) {
-      if (n >= cpu::kExtremeMinRun) return cpu::extreme_of_run<kMax>(p, n);
+      float result;
+      if (cpu::extreme_of_run<kMax>(p, n, result)) return result;
     }
     return cpu::fold_run_lanes<T>(*this, p, n);
   }

@@ -168,11 +168,8 @@ struct LogSumExpRuns {
     double m, s = 0;
     if constexpr (std::is_same_v<C, float>) {
       float mf = -INFINITY;
-      if (n >= cpu::kExtremeMinRun) {
-        mf = cpu::extreme_of_run<true>(p, n);
-      } else {
+      if (!cpu::extreme_of_run<true>(p, n, mf))
         for (; i < n; ++i) mf = cpu::max_nan(mf, static_cast<float>(p[i]));
-      }
       if (!std::isfinite(mf)) return {mf, 0};
       cpu::fvec sv = cpu::splat(0);
       for (i = 0; i + cpu::kVec <= n; i += cpu::kVec) sv += cpu::exp_vec(cpu::load_vec(p + i) - mf);

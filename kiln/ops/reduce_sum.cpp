@@ -28,7 +28,8 @@ struct SumReducer {
   Acc combine(Acc a, Acc b) const { return a + b; }
   Acc fold_contiguous(const T* p, int64_t n) const {
     if constexpr (std::is_same_v<C, float>) {
-      if (n >= cpu::kSumMinRun) return cpu::sum_of_run(p, n);
+      double total;
+      if (cpu::sum_of_run(p, n, total)) return total;
     }
     return cpu::fold_run_lanes<T>(*this, p, n);
   }

@@ -1,11 +1,30 @@
-// The `kiln` command. `kiln ops` lists the op registry.
+// The `kiln` command. `kiln ops` lists the op registry; `kiln info` says how the CPU kernels run
+// on this machine.
 #include <cstring>
 #include <iostream>
 
+#include "kiln/backend/cpu/blas.h"
+#include "kiln/backend/cpu/cpu_capability.h"
 #include "kiln/kiln.h"
 #include "kiln/ops/registry.h"
 
+namespace {
+
+int info() {
+  namespace cpu = kiln::cpu;
+  std::cout << "cpu capability:     " << kiln::get_cpu_capability()
+            << " (best on this CPU: " << cpu::to_string(cpu::max_cpu_capability())
+            << "; KILN_CPU_CAPABILITY lowers it)\n"
+            << "threads:            " << kiln::get_num_threads() << "\n"
+            << "bfloat16 matmul:    " << cpu::bf16_gemm_path() << "\n"
+            << "cuda available:     " << (kiln::cuda::is_available() ? "yes" : "no") << "\n";
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "info") == 0) return info();
   if (argc >= 2 && std::strcmp(argv[1], "ops") == 0) {
     bool json = argc >= 3 && std::strcmp(argv[2], "--json") == 0;
     auto ops = kiln::all_ops();
@@ -24,7 +43,8 @@ int main(int argc, char** argv) {
                   << ", \"vmap\": " << (op->has_vmap ? "true" : "false")
                   << ", \"lowering\": " << (op->lowering_.empty() ? "false" : "true") << "}";
       } else {
-        if (first) std::cout << "op                        meta cpu cuda backward jvp vmap lowering\n";
+        if (first)
+          std::cout << "op                        meta cpu cuda backward jvp vmap lowering\n";
         auto yn = [](bool b) { return b ? "yes" : " - "; };
         std::printf("%-26s %s  %s %s  %s      %s %s  %s\n", op->name.c_str(), yn(bool(op->meta_)),
                     yn(cpu), yn(cuda), yn(op->differentiable()), yn(op->has_jvp), yn(op->has_vmap),
@@ -32,10 +52,12 @@ int main(int argc, char** argv) {
       }
       first = false;
     }
-    if (json) std::cout << "\n]\n";
-    else std::cout << ops.size() << " ops\n";
+    if (json)
+      std::cout << "\n]\n";
+    else
+      std::cout << ops.size() << " ops\n";
     return 0;
   }
-  std::cerr << "usage: kiln ops [--json]\n";
+  std::cerr << "usage: kiln ops [--json] | kiln info\n";
   return 2;
 }

@@ -1,7 +1,5 @@
 #pragma once
-// NaN-keeping scalar max and the horizontal sum of float vectors, for the fused reduction kernels
-// (softmax, log_softmax, logsumexp) that compute exp with vec_math.h.
-#include "kiln/backend/cpu/vec_math.h"
+// NaN-keeping scalar max, for the fused reduction kernels (softmax, log_softmax, logsumexp).
 
 namespace kiln::cpu {
 
@@ -10,13 +8,6 @@ template <class T>
 inline T max_nan(T a, T b) {
   const T m = b > a ? b : a;
   return b != b ? b : m;
-}
-
-// Horizontal sum.
-inline double hsum(fvec v) {
-  double s = 0;
-  for (int k = 0; k < kVec; ++k) s += v[k];
-  return s;
 }
 
 }  // namespace kiln::cpu

@@ -1,0 +1,176 @@
+// Note [ISA dispatch] (kiln/backend/cpu/cpu_capability.h): the level names, forcing a level, and
+// the kernels at every level this machine supports giving what the baseline (AVX2) level gives:
+// the same bits for pointwise math and conversions (each lane computes the same formula at any
+// width), and sums within rounding (wider vectors add in another order). ctest also runs the
+// op-table reference checks at each level (tests/CMakeLists.txt, isa.*).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kiln/backend/cpu/cpu_capability.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+using cpu::CpuCapability;
+
+// A run of the whole suite at a level this CPU lacks (ctest's isa.* on an older machine) skips:
+// kiln has said so on stderr, and ctest matches that line.
+class SkipUnsupportedLevel : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* asked = std::getenv("KILN_CPU_CAPABILITY");
+    if (asked == nullptr) return;
+    const auto level = cpu::parse_cpu_capability(asked);
+    if (level && *level > cpu::max_cpu_capability())
+      GTEST_SKIP() << "KILN_CPU_CAPABILITY=" << asked << " is above what this CPU supports";
+  }
+};
+const auto* const kSkip = ::testing::AddGlobalTestEnvironment(new SkipUnsupportedLevel);
+
+// Restores the level a test found.
+class IsaLevel : public ::testing::Test {
+ protected:
+  void TearDown() override { cpu::set_cpu_capability(saved_); }
+  const CpuCapability saved_ = cpu::cpu_capability();
+};
+
+std::vector<CpuCapability> supported_levels() {
+  std::vector<CpuCapability> levels;
+  for (int l = 0; l <= static_cast<int>(cpu::max_cpu_capability()); ++l)
+    levels.push_back(static_cast<CpuCapability>(l));
+  return levels;
+}
+
+TEST(CpuCapability, NamesRoundTrip) {
+  for (CpuCapability l : {CpuCapability::Avx2, CpuCapability::Avx512, CpuCapability::Avx512Bf16}) {
+    EXPECT_EQ(cpu::parse_cpu_capability(cpu::to_string(l)), l);
+  }
+  EXPECT_EQ(cpu::parse_cpu_capability("default"), CpuCapability::Avx2);
+  EXPECT_EQ(cpu::parse_cpu_capability("AVX512"), std::nullopt);
+  EXPECT_EQ(cpu::parse_cpu_capability("sse4"), std::nullopt);
+}
+
+TEST_F(IsaLevel, ForcingALevelIsWhatGetCpuCapabilityReports) {
+  for (CpuCapability l : supported_levels()) {
+    cpu::set_cpu_capability(l);
+    EXPECT_EQ(get_cpu_capability(), cpu::to_string(l));
+  }
+  if (cpu::max_cpu_capability() < CpuCapability::Avx512Bf16) {
+    try {
+      cpu::set_cpu_capability(CpuCapability::Avx512Bf16);
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("above what this CPU supports"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// Values over many binades with the special ones, in a length that leaves every kind of tail.
+Tensor hostile_floats(int64_t n) {
+  Tensor x = randn({n}, TensorOptions(kFloat32)) * 6;
+  float* p = x.data_ptr<float>();
+  const float specials[] = {0.f,
+                            -0.f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            1e-40f,
+                            -3e-39f,
+                            88.7f,
+                            -103.f,
+                            3e38f};
+  for (int64_t i = 0; i < n; i += 7) p[i] = specials[(i / 7) % 10];
+  return x;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return x.sizes() == y.sizes() && x.dtype() == y.dtype() &&
+         std::memcmp(x.data_ptr(), y.data_ptr(), x.numel() * x.element_size()) == 0;
+}
+
+TEST_F(IsaLevel, PointwiseKernelsGiveTheBaselineBitsAtEveryLevel) {
+  manual_seed(7);
+  using Op = std::function<Tensor(const Tensor&)>;
+  const std::vector<std::pair<const char*, Op>> ops = {
+      {"exp", [](const Tensor& x) { return x.exp(); }},
+      {"log", [](const Tensor& x) { return x.abs().log(); }},
+      {"tanh", [](const Tensor& x) { return x.tanh(); }},
+      {"sigmoid", [](const Tensor& x) { return x.sigmoid(); }},
+      {"gelu", [](const Tensor& x) { return nn::functional::gelu(x); }},
+      {"gelu tanh", [](const Tensor& x) { return nn::functional::gelu(x, "tanh"); }},
+      {"erf", [](const Tensor& x) { return x.erf(); }},
+      {"mul", [](const Tensor& x) { return x * x.flip({0}); }},
+      {"add broadcast",
+       [](const Tensor& x) {
+         return x.view({-1, 1}) + x.narrow(0, 0, std::min<int64_t>(x.size(0), 5));
+       }},
+      {"strided", [](const Tensor& x) { return x.slice(0, 1, x.size(0), 3).exp(); }},
+      {"to bfloat16", [](const Tensor& x) { return x.to(kBFloat16); }},
+  };
+  for (int64_t n : {int64_t{1}, int64_t{15}, int64_t{33}, int64_t{100}, int64_t{70001}}) {
+    const Tensor x = hostile_floats(n);
+    for (const auto& [name, op] : ops) {
+      for (ScalarType dt : {kFloat32, kBFloat16}) {
+        SCOPED_TRACE(std::string(name) + " n=" + std::to_string(n) + " " +
+                     std::string(dtype_name(dt)));
+        const Tensor xd = x.to(dt);
+        cpu::set_cpu_capability(CpuCapability::Avx2);
+        const Tensor want = op(xd);
+        for (CpuCapability l : supported_levels()) {
+          cpu::set_cpu_capability(l);
+          EXPECT_TRUE(same_bits(op(xd), want)) << "at " << cpu::to_string(l);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(IsaLevel, ReductionsAndSoftmaxAgreeAtEveryLevel) {
+  manual_seed(8);
+  for (int64_t cols : {int64_t{7}, int64_t{100}, int64_t{1000}, int64_t{4099}}) {
+    const Tensor x = randn({9, cols}, TensorOptions(kFloat32)) * 4;
+    for (ScalarType dt : {kFloat32, kBFloat16}) {
+      SCOPED_TRACE("cols=" + std::to_string(cols) + " " + std::string(dtype_name(dt)));
+      const Tensor xd = x.to(dt);
+      cpu::set_cpu_capability(CpuCapability::Avx2);
+      const Tensor sum = xd.sum({1}).to(kFloat64), amax = xd.amax({1}), amin = xd.amin({1});
+      const Tensor soft = softmax(xd, 1).to(kFloat64), logsoft = log_softmax(xd, 1);
+      const Tensor soft0 = softmax(xd, 0).to(kFloat64);
+      for (CpuCapability l : supported_levels()) {
+        cpu::set_cpu_capability(l);
+        SCOPED_TRACE(cpu::to_string(l));
+        EXPECT_TRUE(xd.amax({1}).equal(amax));
+        EXPECT_TRUE(xd.amin({1}).equal(amin));
+        const double sum_tol = dt == kFloat32 ? 1e-4 : 0.5;
+        EXPECT_TRUE(xd.sum({1}).to(kFloat64).allclose(sum, 0, sum_tol));
+        const double soft_tol = dt == kFloat32 ? 1e-6 : 1e-2;
+        EXPECT_TRUE(softmax(xd, 1).to(kFloat64).allclose(soft, soft_tol, 1e-9));
+        EXPECT_TRUE(softmax(xd, 0).to(kFloat64).allclose(soft0, soft_tol, 1e-9));
+        EXPECT_TRUE(log_softmax(xd, 1).to(kFloat64).allclose(logsoft.to(kFloat64), 1e-5, 1e-5));
+      }
+    }
+  }
+  // NaN anywhere in a row is the row's max, at every level.
+  Tensor x = zeros({3, 300});
+  x.data_ptr<float>()[300 + 123] = std::numeric_limits<float>::quiet_NaN();
+  for (CpuCapability l : supported_levels()) {
+    cpu::set_cpu_capability(l);
+    const Tensor m = x.amax({1});
+    EXPECT_EQ(m.data_ptr<float>()[0], 0.f);
+    EXPECT_TRUE(std::isnan(m.data_ptr<float>()[1])) << cpu::to_string(l);
+  }
+}
+
+}  // namespace
+}  // namespace kiln
