@@ -59,7 +59,7 @@ FORWARDING = (
     + expand("ATen", "ATen Tensor Functions NativeFunctions TensorIndexing Parallel "
              "ParallelOpenMP TensorUtils TensorOperators ScalarOps Context Generator "
              "DeviceGuard autocast_mode")
-    + expand("ATen/core", "Tensor TensorBody Generator")
+    + expand("ATen/core", "Tensor TensorBody TensorAccessor Generator")
     # c10.
     + expand("c10/util", "Optional ArrayRef OptionalArrayRef Exception Logging irange Half "
              "BFloat16 string_view intrusive_ptr SmallVector typeid")

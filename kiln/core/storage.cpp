@@ -1,5 +1,7 @@
 #include "kiln/core/storage.h"
 
+#include <cstring>
+
 #include "kiln/core/error.h"
 
 namespace kiln {
@@ -46,6 +48,23 @@ std::shared_ptr<StorageImpl> StorageImpl::meta(Device device) {
   s->device_ = device;
   s->meta_ = true;
   return s;
+}
+
+void StorageImpl::grow(size_t nbytes) {
+  if (nbytes <= nbytes_) return;
+  if (meta_) {
+    nbytes_ = nbytes;
+    return;
+  }
+  KILN_CHECK(allocator_ != nullptr,
+             "resize_: the tensor's storage wraps memory Kiln does not own (", nbytes_,
+             " bytes), so it cannot grow to ", nbytes, " bytes");
+  KILN_CHECK(device_.is_cpu(), "resize_: growing a storage on ", device_, " is not supported");
+  void* bigger = allocator_->allocate(nbytes);
+  if (nbytes_ > 0) std::memcpy(bigger, data_, nbytes_);
+  allocator_->deallocate(data_, nbytes_);
+  data_ = bigger;
+  nbytes_ = nbytes;
 }
 
 StorageImpl::~StorageImpl() {

@@ -42,6 +42,9 @@ class StorageImpl {
   bool is_meta() const { return meta_; }
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  // Grows the buffer to nbytes, keeping its contents (Tensor::resize_). Only storage Kiln
+  // allocated can grow; every tensor on this storage sees the new buffer.
+  void grow(size_t nbytes);
 
  private:
   StorageImpl() = default;

@@ -14,6 +14,7 @@
 #include "kiln/core/error.h"
 #include "kiln/core/memory_format.h"
 #include "kiln/core/scalar.h"
+#include "kiln/core/tensor_accessor.h"
 #include "kiln/core/tensor_impl.h"
 #include "kiln/core/tensor_options.h"
 
@@ -23,24 +24,32 @@ namespace indexing {
 class TensorIndex;
 }
 class Generator;
+class Tensor;
+
+namespace detail {
+// Checks that `t` can be read as a `dims`-dim accessor of `type` (names `what` in the error).
+void check_accessor(const Tensor& t, ScalarType type, size_t dims, const char* what);
+}  // namespace detail
 
 // Unary pointwise ops that are also methods and have an in-place form (x.exp(), x.exp_()).
 #define KILN_UNARY_METHOD_OPS(_)                                                                 \
   _(neg)                                                                                         \
   _(abs)                                                                                         \
   _(sign)                                                                                        \
-  _(exp) _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) _(sin) \
-      _(cos) _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu) _(erf)    \
-          _(erfc) _(erfinv) _(floor) _(ceil) _(round) _(trunc) _(frac) _(logical_not)            \
-              _(bitwise_not) _(square)
+  _(exp)                                                                                         \
+  _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) \
+      _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu) _(erf) _(erfc)   \
+          _(erfinv) _(floor) _(ceil) _(round) _(trunc) _(frac) _(logical_not) _(bitwise_not)     \
+              _(square)
 
 // Binary pointwise ops that are also methods, with tensor or scalar `other` and in-place forms.
-#define KILN_BINARY_METHOD_OPS(_)                                                         \
-  _(mul)                                                                                  \
-  _(div)                                                                                  \
-  _(pow)                                                                                  \
-  _(atan2) _(maximum) _(minimum) _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) \
-      _(logical_and) _(logical_or) _(logical_xor) _(bitwise_and) _(bitwise_or) _(bitwise_xor)
+#define KILN_BINARY_METHOD_OPS(_)                                                               \
+  _(mul)                                                                                        \
+  _(div)                                                                                        \
+  _(pow)                                                                                        \
+  _(atan2)                                                                                      \
+  _(maximum) _(minimum) _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) _(logical_and) \
+      _(logical_or) _(logical_xor) _(bitwise_and) _(bitwise_or) _(bitwise_xor)
 
 class Tensor {
  public:
@@ -111,6 +120,32 @@ class Tensor {
   template <class T>
   const T* const_data_ptr() const {
     return data_ptr<T>();
+  }
+  // Element access without dispatch (kiln/core/tensor_accessor.h): t.accessor<float, 2>()[i][j].
+  // Only on named tensors: the accessor points at this tensor's sizes and strides.
+  template <class T, size_t N>
+  TensorAccessor<T, N> accessor() const& {
+    detail::check_accessor(*this, dtype_of<std::remove_const_t<T>>, N, "accessor");
+    return TensorAccessor<T, N>(data_ptr<std::remove_const_t<T>>(), sizes().data(),
+                                strides().data());
+  }
+  template <class T, size_t N>
+  TensorAccessor<T, N> accessor() && = delete;
+  template <class T, size_t N, template <class> class PtrTraits = DefaultPtrTraits,
+            class index_t = int64_t>
+  GenericPackedTensorAccessor<T, N, PtrTraits, index_t> generic_packed_accessor() const& {
+    detail::check_accessor(*this, dtype_of<std::remove_const_t<T>>, N,
+                           sizeof(index_t) == 4 ? "packed_accessor32" : "packed_accessor64");
+    return GenericPackedTensorAccessor<T, N, PtrTraits, index_t>(data_ptr<std::remove_const_t<T>>(),
+                                                                 sizes().data(), strides().data());
+  }
+  template <class T, size_t N, template <class> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor64<T, N, PtrTraits> packed_accessor64() const& {
+    return generic_packed_accessor<T, N, PtrTraits, int64_t>();
+  }
+  template <class T, size_t N, template <class> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor32<T, N, PtrTraits> packed_accessor32() const& {
+    return generic_packed_accessor<T, N, PtrTraits, int32_t>();
   }
   Scalar item() const;
   template <class T>
@@ -231,6 +266,19 @@ class Tensor {
   Tensor clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {}) const;
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
   Tensor& clamp_(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {});
+  // clip is libtorch's alias of clamp.
+  Tensor clip(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const {
+    return clamp(std::move(min), std::move(max));
+  }
+  Tensor clip(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {}) const {
+    return clamp(min, max);
+  }
+  Tensor& clip_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) {
+    return clamp_(std::move(min), std::move(max));
+  }
+  Tensor& clip_(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {}) {
+    return clamp_(min, max);
+  }
   Tensor clamp_min(const Scalar& min) const;
   Tensor clamp_max(const Scalar& max) const;
   Tensor clamp_min(const Tensor& min) const;
@@ -328,6 +376,18 @@ class Tensor {
   Tensor squeeze() const;
   Tensor squeeze(IntArrayRef dims) const;
   Tensor unsqueeze(int64_t dim) const;
+  // In-place views (ops/shape_inplace.cpp): this tensor takes the view's sizes and strides and
+  // keeps its storage.
+  Tensor& squeeze_();
+  Tensor& squeeze_(IntArrayRef dims);
+  Tensor& unsqueeze_(int64_t dim);
+  Tensor& t_();
+  Tensor& transpose_(int64_t dim0, int64_t dim1);
+  Tensor& as_strided_(SymIntList size, SymIntList stride,
+                      std::optional<SymInt> storage_offset = std::nullopt);
+  // New sizes, contiguous; the storage grows (keeping its elements) when they need more.
+  const Tensor& resize_(IntArrayRef size,
+                        std::optional<MemoryFormat> memory_format = std::nullopt) const;
   Tensor expand(SymIntList size) const;
   Tensor expand_as(const Tensor& other) const;
   Tensor broadcast_to(SymIntList size) const;

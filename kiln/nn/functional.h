@@ -11,6 +11,7 @@
 
 #include "kiln/core/arg.h"
 #include "kiln/nn/functional/loss.h"
+#include "kiln/nn/options/modes.h"
 #include "kiln/nn/options/pooling.h"
 #include "kiln/ops/ops.h"
 
@@ -155,8 +156,10 @@ struct PadFuncOptions {
   KILN_ARG(std::string, mode) = "constant";
   KILN_ARG(double, value) = 0;
 };
+// value applies to constant padding only (kiln::pad refuses a value with the other modes).
 inline Tensor pad(const Tensor& x, const PadFuncOptions& o) {
-  return kiln::pad(x, o.pad(), o.mode(), o.value());
+  return kiln::pad(x, o.pad(), o.mode(),
+                   o.mode() == "constant" ? std::optional<double>(o.value()) : std::nullopt);
 }
 
 struct InterpolateFuncOptions {

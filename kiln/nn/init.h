@@ -6,36 +6,13 @@
 
 #include "kiln/core/scalar.h"
 #include "kiln/core/tensor.h"
+#include "kiln/nn/options/modes.h"
 
 namespace kiln {
 
 enum class FanMode { FanIn, FanOut };
 inline constexpr FanMode kFanIn = FanMode::FanIn;
 inline constexpr FanMode kFanOut = FanMode::FanOut;
-
-enum class Nonlinearity {
-  Linear,
-  Conv1D,
-  Conv2D,
-  Conv3D,
-  ConvTranspose1D,
-  ConvTranspose2D,
-  ConvTranspose3D,
-  Sigmoid,
-  Tanh,
-  ReLU,
-  LeakyReLU,
-  SELU
-};
-inline constexpr Nonlinearity kLinear = Nonlinearity::Linear;
-inline constexpr Nonlinearity kConv1D = Nonlinearity::Conv1D;
-inline constexpr Nonlinearity kConv2D = Nonlinearity::Conv2D;
-inline constexpr Nonlinearity kConv3D = Nonlinearity::Conv3D;
-inline constexpr Nonlinearity kSigmoid = Nonlinearity::Sigmoid;
-inline constexpr Nonlinearity kTanh = Nonlinearity::Tanh;
-inline constexpr Nonlinearity kReLU = Nonlinearity::ReLU;
-inline constexpr Nonlinearity kLeakyReLU = Nonlinearity::LeakyReLU;
-inline constexpr Nonlinearity kSELU = Nonlinearity::SELU;
 
 }  // namespace kiln
 

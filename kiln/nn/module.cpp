@@ -42,6 +42,52 @@ std::string shape_string(const Tensor& t) {
 
 }  // namespace
 
+std::shared_ptr<Module> Module::clone(const std::optional<Device>&) const {
+  KILN_FAIL("clone() has not been implemented for ", name(), ". Subclass torch::nn::Cloneable<",
+            name(), "> instead of torch::nn::Module to inherit the ability to clone.");
+}
+
+void Module::clear_registrations() {
+  parameters_.clear();
+  buffers_.clear();
+  non_persistent_buffers_.clear();
+  children_.clear();
+}
+
+void Module::copy_state_from(const Module& source, const std::optional<Device>& device,
+                             bool recurse) {
+  NoGradGuard no_grad;
+  auto copy_tensors = [&](OrderedDict<std::string, Tensor>& mine,
+                          const OrderedDict<std::string, Tensor>& theirs, const char* kind) {
+    for (const auto& item : theirs) {
+      Tensor* dst = mine.find(item.key());
+      KILN_CHECK(dst != nullptr, "clone: the copy of ", name(), " has no ", kind, " '", item.key(),
+                 "' (reset() must register every ", kind, " the original has)");
+      const Tensor& src = item.value();
+      if (!src.defined()) continue;
+      KILN_CHECK(dst->defined() && !dst->is_same(src), "clone: the copy of ", name(), " shares ",
+                 kind, " '", item.key(), "' with the original; reset() must register new tensors");
+      Tensor data = src.detach().clone();
+      if (device) data = data.to(*device);
+      dst->set_data(data);
+      dst->requires_grad_(src.requires_grad());
+    }
+  };
+  copy_tensors(parameters_, source.parameters_, "parameter");
+  copy_tensors(buffers_, source.buffers_, "buffer");
+  for (const auto& child : source.children_) {
+    if (!recurse) break;
+    std::shared_ptr<Module>* mine = children_.find(child.key());
+    KILN_CHECK(mine != nullptr && *mine, "clone: the copy of ", name(), " has no submodule '",
+               child.key(), "' (reset() must register every submodule the original has)");
+    KILN_CHECK(mine->get() != child.value().get(), "clone: the copy of ", name(),
+               " shares submodule '", child.key(),
+               "' with the original; reset() must register new submodules");
+    (*mine)->clone_from(*child.value(), device);
+  }
+  is_training_ = source.is_training_;
+}
+
 Module::Module() = default;
 Module::Module(std::string name) : name_(std::move(name)) {}
 

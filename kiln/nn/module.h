@@ -104,6 +104,25 @@ class Module : public std::enable_shared_from_this<Module> {
     return dynamic_cast<M*>(this);
   }
 
+  // A deep copy, as libtorch's: new parameters and buffers with the same values and
+  // requires_grad (on `device` when given), children cloned, registered names kept, the same
+  // training mode. Built-in modules and those derived from Cloneable<T> have it; on any other
+  // module it is an error naming the type.
+  virtual std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const;
+  // For clone(): copies the values of source's parameters and buffers into this module's own
+  // tensors of the same names (they must not be source's tensors) and its training mode, and
+  // with `recurse`, makes each child of the same name a copy of source's.
+  void copy_state_from(const Module& source, const std::optional<Device>& device,
+                       bool recurse = true);
+
+ protected:
+  // Forgets every parameter, buffer and child, so that Cloneable::reset() can register anew.
+  void clear_registrations();
+  // Makes this child of a module being cloned a copy of `source` (see copy_state_from).
+  virtual void clone_from(const Module& source, const std::optional<Device>& device) {
+    copy_state_from(source, device);
+  }
+
  private:
   void add_child(std::string name, std::shared_ptr<Module> child);
   void collect_named(const std::string& prefix, bool buffers, bool persistent_only,
@@ -118,6 +137,58 @@ class Module : public std::enable_shared_from_this<Module> {
   OrderedDict<std::string, std::shared_ptr<Module>> children_{"Submodule"};
   bool is_training_ = true;
 };
+
+// libtorch's base for modules that clone themselves: Derived overrides reset(), which (re)creates
+// its parameters, buffers and submodules; its constructor usually calls it too. clone() copies
+// Derived, calls reset() on the copy and then copies the values in.
+//   struct Net : torch::nn::Cloneable<Net> {
+//     Net() { reset(); }
+//     void reset() override { fc = register_module("fc", torch::nn::Linear(4, 2)); }
+//     torch::nn::Linear fc{nullptr};
+//   };
+template <class Derived>
+class Cloneable : public Module {
+ public:
+  using Module::Module;
+  virtual void reset() = 0;
+
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override {
+    auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
+    copy->clear_registrations();
+    copy->reset();
+    copy->copy_state_from(*this, device);
+    return copy;
+  }
+
+ protected:
+  void clone_from(const Module& source, const std::optional<Device>& device) override {
+    static_cast<Derived&>(*this) = static_cast<const Derived&>(*source.clone(device));
+  }
+};
+
+namespace detail {
+// clone() of a built-in module M: a fresh M from the same options (a copy when M has none), whose
+// tensors then take the values of self's.
+template <class M>
+std::shared_ptr<Module> clone_module(const M& self, const std::optional<Device>& device) {
+  std::shared_ptr<M> copy;
+  if constexpr (requires { M(self.options); }) {
+    copy = std::make_shared<M>(self.options);
+  } else {
+    copy = std::make_shared<M>(self);
+  }
+  copy->copy_state_from(self, device);
+  return copy;
+}
+}  // namespace detail
+
+// Gives a built-in module class its clone() (placed first in the class body).
+#define KILN_MODULE_CLONE(Impl)                                                           \
+ public:                                                                                  \
+  std::shared_ptr<::kiln::nn::Module> clone(const std::optional<::kiln::Device>& device = \
+                                                std::nullopt) const override {            \
+    return ::kiln::nn::detail::clone_module(*this, device);                               \
+  }
 
 // Prints the module tree like PyTorch: "Net(\n  (fc1): kiln::nn::Linear(...)\n)".
 std::ostream& operator<<(std::ostream& stream, const Module& module);

@@ -12,6 +12,7 @@
 #include "kiln/nn/modules/linear.h"
 #include "kiln/nn/modules/loss.h"
 #include "kiln/nn/modules/normalization.h"
+#include "kiln/nn/modules/padding.h"
 #include "kiln/nn/modules/pooling.h"
 #include "kiln/nn/modules/rnn.h"
 #include "kiln/nn/modules/transformer.h"

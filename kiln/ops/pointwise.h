@@ -41,6 +41,31 @@ Tensor clamp_min(const Tensor& self, const Scalar& min);
 Tensor clamp_min(const Tensor& self, const Tensor& min);
 Tensor clamp_max(const Tensor& self, const Scalar& max);
 Tensor clamp_max(const Tensor& self, const Tensor& max);
+// In-place forms and libtorch's alias clip.
+inline Tensor& clamp_(Tensor& self, const std::optional<Scalar>& min,
+                      const std::optional<Scalar>& max = std::nullopt) {
+  return self.clamp_(min, max);
+}
+inline Tensor& clamp_(Tensor& self, const std::optional<Tensor>& min,
+                      const std::optional<Tensor>& max = std::nullopt) {
+  return self.clamp_(min, max);
+}
+inline Tensor clip(const Tensor& self, const std::optional<Scalar>& min,
+                   const std::optional<Scalar>& max = std::nullopt) {
+  return clamp(self, min, max);
+}
+inline Tensor clip(const Tensor& self, const std::optional<Tensor>& min,
+                   const std::optional<Tensor>& max = std::nullopt) {
+  return clamp(self, min, max);
+}
+inline Tensor& clip_(Tensor& self, const std::optional<Scalar>& min,
+                     const std::optional<Scalar>& max = std::nullopt) {
+  return self.clamp_(min, max);
+}
+inline Tensor& clip_(Tensor& self, const std::optional<Tensor>& min,
+                     const std::optional<Tensor>& max = std::nullopt) {
+  return self.clamp_(min, max);
+}
 Tensor lerp(const Tensor& self, const Tensor& end, const Scalar& weight);
 Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight);
 Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,

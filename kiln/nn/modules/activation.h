@@ -14,6 +14,7 @@ namespace kiln::nn {
 
 #define KILN_DECLARE_ACTIVATION(Name)                       \
   class Name##Impl : public Module {                        \
+    KILN_MODULE_CLONE(Name##Impl)                           \
    public:                                                  \
     Tensor forward(const Tensor& input) const;              \
     void pretty_print(std::ostream& stream) const override; \
@@ -27,6 +28,7 @@ struct ReLUOptions {
   KILN_ARG(bool, inplace);
 };
 class ReLUImpl : public Module {
+  KILN_MODULE_CLONE(ReLUImpl)
  public:
   explicit ReLUImpl(const ReLUOptions& options = {}) : options(options) {}
   Tensor forward(Tensor input) const;
@@ -40,6 +42,7 @@ struct LeakyReLUOptions {
   KILN_ARG(bool, inplace) = false;
 };
 class LeakyReLUImpl : public Module {
+  KILN_MODULE_CLONE(LeakyReLUImpl)
  public:
   explicit LeakyReLUImpl(const LeakyReLUOptions& options = {}) : options(options) {}
   Tensor forward(Tensor input) const;
@@ -53,6 +56,7 @@ struct ELUOptions {
   KILN_ARG(bool, inplace) = false;
 };
 class ELUImpl : public Module {
+  KILN_MODULE_CLONE(ELUImpl)
  public:
   explicit ELUImpl(const ELUOptions& options = {}) : options(options) {}
   Tensor forward(Tensor input) const;
@@ -65,6 +69,7 @@ struct GELUOptions {
   KILN_ARG(std::string, approximate) = "none";
 };
 class GELUImpl : public Module {
+  KILN_MODULE_CLONE(GELUImpl)
  public:
   explicit GELUImpl(const GELUOptions& options = {}) : options(options) {}
   Tensor forward(const Tensor& input) const;
@@ -78,6 +83,7 @@ struct SoftplusOptions {
   KILN_ARG(double, threshold) = 20.0;
 };
 class SoftplusImpl : public Module {
+  KILN_MODULE_CLONE(SoftplusImpl)
  public:
   explicit SoftplusImpl(const SoftplusOptions& options = {}) : options(options) {}
   Tensor forward(const Tensor& input) const;
@@ -92,6 +98,7 @@ struct HardtanhOptions {
   KILN_ARG(bool, inplace) = false;
 };
 class HardtanhImpl : public Module {
+  KILN_MODULE_CLONE(HardtanhImpl)
  public:
   explicit HardtanhImpl(const HardtanhOptions& options = {}) : options(options) {}
   Tensor forward(Tensor input) const;
@@ -105,6 +112,7 @@ struct SoftmaxOptions {
   KILN_ARG(int64_t, dim);
 };
 class SoftmaxImpl : public Module {
+  KILN_MODULE_CLONE(SoftmaxImpl)
  public:
   explicit SoftmaxImpl(const SoftmaxOptions& options) : options(options) {}
   explicit SoftmaxImpl(int64_t dim) : options(dim) {}
@@ -116,6 +124,7 @@ KILN_MODULE(Softmax);
 
 using LogSoftmaxOptions = SoftmaxOptions;
 class LogSoftmaxImpl : public Module {
+  KILN_MODULE_CLONE(LogSoftmaxImpl)
  public:
   explicit LogSoftmaxImpl(const LogSoftmaxOptions& options) : options(options) {}
   explicit LogSoftmaxImpl(int64_t dim) : options(dim) {}

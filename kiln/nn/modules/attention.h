@@ -30,6 +30,7 @@ struct MultiheadAttentionOptions {
 // true (or -inf) marks keys to ignore. Returns (output, weights); weights are undefined unless
 // need_weights, averaged over heads when average_attn_weights.
 class MultiheadAttentionImpl : public Module {
+  KILN_MODULE_CLONE(MultiheadAttentionImpl)
  public:
   MultiheadAttentionImpl(int64_t embed_dim, int64_t num_heads)
       : MultiheadAttentionImpl(MultiheadAttentionOptions(embed_dim, num_heads)) {}

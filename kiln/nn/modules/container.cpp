@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "kiln/autograd/grad_mode.h"
+
 namespace kiln::nn {
 namespace {
 
@@ -14,7 +16,54 @@ void print_parameters(std::ostream& stream, const char* title,
   stream << (params.is_empty() ? ")" : "\n)");
 }
 
+// A copy of `self` whose children and parameters are already clones: takes self's own tensor
+// values and training mode.
+std::shared_ptr<Module> finish_clone(std::shared_ptr<Module> copy, const Module& self,
+                                     const std::optional<Device>& device) {
+  copy->copy_state_from(self, device, /*recurse=*/false);
+  return copy;
+}
+
+Tensor cloned_parameter(const Tensor& p, const std::optional<Device>& device) {
+  NoGradGuard no_grad;
+  Tensor c = p.detach().clone();
+  return device ? c.to(*device) : c;
+}
+
 }  // namespace
+
+std::shared_ptr<Module> SequentialImpl::clone(const std::optional<Device>& device) const {
+  auto copy = std::make_shared<SequentialImpl>();
+  const std::vector<std::string> names = named_children().keys();
+  for (size_t i = 0; i < modules_.size(); ++i) copy->push_back(names[i], modules_[i].clone(device));
+  return finish_clone(copy, *this, device);
+}
+
+std::shared_ptr<Module> ModuleListImpl::clone(const std::optional<Device>& device) const {
+  auto copy = std::make_shared<ModuleListImpl>();
+  for (const auto& m : modules_) copy->push_back(m->clone(device));
+  return finish_clone(copy, *this, device);
+}
+
+std::shared_ptr<Module> ModuleDictImpl::clone(const std::optional<Device>& device) const {
+  auto copy = std::make_shared<ModuleDictImpl>();
+  for (const auto& item : named_children()) copy->insert(item.key(), item.value()->clone(device));
+  return finish_clone(copy, *this, device);
+}
+
+std::shared_ptr<Module> ParameterListImpl::clone(const std::optional<Device>& device) const {
+  auto copy = std::make_shared<ParameterListImpl>();
+  for (const auto& p : local_parameters())
+    copy->register_parameter(p.key(), cloned_parameter(p.value(), device), p->requires_grad());
+  return finish_clone(copy, *this, device);
+}
+
+std::shared_ptr<Module> ParameterDictImpl::clone(const std::optional<Device>& device) const {
+  auto copy = std::make_shared<ParameterDictImpl>();
+  for (const auto& p : local_parameters())
+    copy->register_parameter(p.key(), cloned_parameter(p.value(), device), p->requires_grad());
+  return finish_clone(copy, *this, device);
+}
 
 SequentialImpl::SequentialImpl(std::initializer_list<std::pair<std::string, AnyModule>> named) {
   for (const auto& [name, module] : named) push_back(name, module);

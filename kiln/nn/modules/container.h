@@ -20,11 +20,18 @@ class AnyModule {
   requires std::is_base_of_v<Module, M> AnyModule(
       std::shared_ptr<M> module)  // NOLINT: Sequential(Linear(...), ReLU()) converts
       : module_(module),
-        forward_([m = module.get()](const Tensor& x) -> Tensor { return m->forward(x); }) {}
+        forward_([m = module.get()](const Tensor& x) -> Tensor { return m->forward(x); }),
+        clone_([m = module.get()](const std::optional<Device>& device) {
+          return AnyModule(std::dynamic_pointer_cast<M>(m->clone(device)));
+        }) {}
   template <class M>
   AnyModule(const ModuleHolder<M>& holder) : AnyModule(holder.ptr()) {}  // NOLINT
 
   Tensor forward(const Tensor& x) const { return forward_(x); }
+  // A deep copy of the module (Module::clone), keeping its type.
+  AnyModule clone(const std::optional<Device>& device = std::nullopt) const {
+    return clone_(device);
+  }
   const std::shared_ptr<Module>& ptr() const { return module_; }
   template <class M>
   M* get() const {
@@ -38,10 +45,12 @@ class AnyModule {
  private:
   std::shared_ptr<Module> module_;
   std::function<Tensor(const Tensor&)> forward_;
+  std::function<AnyModule(const std::optional<Device>&)> clone_;
 };
 
 class SequentialImpl : public Module {
  public:
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
   SequentialImpl() = default;
   template <class... Modules>
   requires(sizeof...(Modules) > 0 && (std::is_convertible_v<Modules, AnyModule> &&
@@ -83,6 +92,7 @@ class Sequential : public ModuleHolder<SequentialImpl> {
 
 class ModuleListImpl : public Module {
  public:
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
   ModuleListImpl() = default;
   template <class... Modules>
   requires(sizeof...(Modules) > 0) explicit ModuleListImpl(Modules&&... modules) {
@@ -119,6 +129,7 @@ KILN_MODULE(ModuleList);
 
 class ModuleDictImpl : public Module {
  public:
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
   ModuleDictImpl() = default;
   explicit ModuleDictImpl(
       const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules);
@@ -151,6 +162,7 @@ KILN_MODULE(ModuleDict);
 
 class ParameterListImpl : public Module {
  public:
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
   ParameterListImpl() = default;
   explicit ParameterListImpl(const std::vector<Tensor>& params);
   void append(const Tensor& param);
@@ -164,6 +176,7 @@ KILN_MODULE(ParameterList);
 
 class ParameterDictImpl : public Module {
  public:
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
   ParameterDictImpl() = default;
   explicit ParameterDictImpl(const OrderedDict<std::string, Tensor>& params);
   Tensor& insert(const std::string& key, const Tensor& param);
@@ -178,6 +191,7 @@ KILN_MODULE(ParameterDict);
 
 // Wraps a function as a module (for Sequential): Functional(kiln::relu).
 class FunctionalImpl : public Module {
+  KILN_MODULE_CLONE(FunctionalImpl)
  public:
   explicit FunctionalImpl(std::function<Tensor(Tensor)> fn);
   template <class F, class... Args>

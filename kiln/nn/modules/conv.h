@@ -8,6 +8,7 @@
 #include "kiln/nn/module.h"
 #include "kiln/nn/module_holder.h"
 #include "kiln/nn/modules/expanding_array.h"
+#include "kiln/nn/options/modes.h"
 
 namespace kiln {
 struct PaddingSame {};
@@ -80,21 +81,27 @@ class ConvNdImpl : public Module {
 };
 
 class Conv1dImpl : public ConvNdImpl<1, false> {
+  KILN_MODULE_CLONE(Conv1dImpl)
   using ConvNdImpl::ConvNdImpl;
 };
 class Conv2dImpl : public ConvNdImpl<2, false> {
+  KILN_MODULE_CLONE(Conv2dImpl)
   using ConvNdImpl::ConvNdImpl;
 };
 class Conv3dImpl : public ConvNdImpl<3, false> {
+  KILN_MODULE_CLONE(Conv3dImpl)
   using ConvNdImpl::ConvNdImpl;
 };
 class ConvTranspose1dImpl : public ConvNdImpl<1, true> {
+  KILN_MODULE_CLONE(ConvTranspose1dImpl)
   using ConvNdImpl::ConvNdImpl;
 };
 class ConvTranspose2dImpl : public ConvNdImpl<2, true> {
+  KILN_MODULE_CLONE(ConvTranspose2dImpl)
   using ConvNdImpl::ConvNdImpl;
 };
 class ConvTranspose3dImpl : public ConvNdImpl<3, true> {
+  KILN_MODULE_CLONE(ConvTranspose3dImpl)
   using ConvNdImpl::ConvNdImpl;
 };
 KILN_MODULE(Conv1d);

@@ -21,6 +21,7 @@ using FeatureAlphaDropoutOptions = DropoutOptions;
 // Declares a dropout module `Name` whose forward calls `fn(input, p, is_training())`.
 #define KILN_DECLARE_DROPOUT(Name)                           \
   class Name##Impl : public Module {                         \
+    KILN_MODULE_CLONE(Name##Impl)                            \
    public:                                                   \
     explicit Name##Impl(const DropoutOptions& options = {}); \
     Tensor forward(const Tensor& input);                     \

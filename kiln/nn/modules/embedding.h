@@ -24,6 +24,7 @@ struct EmbeddingOptions {
 
 // weight [num_embeddings, embedding_dim] ~ N(0, 1), with the padding_idx row zeroed.
 class EmbeddingImpl : public Module {
+  KILN_MODULE_CLONE(EmbeddingImpl)
  public:
   EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim)
       : EmbeddingImpl(EmbeddingOptions(num_embeddings, embedding_dim)) {}
@@ -52,6 +53,7 @@ struct EmbeddingBagOptions {
 // Sums, averages or maxes the embeddings of each bag: a 2-D input is one bag per row; a 1-D
 // input is split into bags at `offsets`. per_sample_weights scale rows (mode "sum" only).
 class EmbeddingBagImpl : public Module {
+  KILN_MODULE_CLONE(EmbeddingBagImpl)
  public:
   EmbeddingBagImpl(int64_t num_embeddings, int64_t embedding_dim)
       : EmbeddingBagImpl(EmbeddingBagOptions(num_embeddings, embedding_dim)) {}

@@ -10,6 +10,7 @@
 namespace kiln::nn {
 
 class IdentityImpl : public Module {
+  KILN_MODULE_CLONE(IdentityImpl)
  public:
   Tensor forward(const Tensor& input) const { return input; }
   void pretty_print(std::ostream& stream) const override;
@@ -27,6 +28,7 @@ struct LinearOptions {
 // y = x W^T + b, with W [out_features, in_features] and PyTorch's default initialisation
 // (kaiming_uniform_ with a = sqrt(5), bias uniform in +-1/sqrt(in_features)).
 class LinearImpl : public Module {
+  KILN_MODULE_CLONE(LinearImpl)
  public:
   LinearImpl(int64_t in_features, int64_t out_features)
       : LinearImpl(LinearOptions(in_features, out_features)) {}
@@ -52,6 +54,7 @@ struct BilinearOptions {
 
 // y[..., o] = x1[..., i] W[o, i, j] x2[..., j] + b[o].
 class BilinearImpl : public Module {
+  KILN_MODULE_CLONE(BilinearImpl)
  public:
   BilinearImpl(int64_t in1_features, int64_t in2_features, int64_t out_features)
       : BilinearImpl(BilinearOptions(in1_features, in2_features, out_features)) {}
@@ -75,6 +78,7 @@ struct FlattenOptions {
 };
 
 class FlattenImpl : public Module {
+  KILN_MODULE_CLONE(FlattenImpl)
  public:
   explicit FlattenImpl(const FlattenOptions& options = {}) : options(options) {}
   Tensor forward(const Tensor& input) const;
@@ -90,6 +94,7 @@ struct UnflattenOptions {
 };
 
 class UnflattenImpl : public Module {
+  KILN_MODULE_CLONE(UnflattenImpl)
  public:
   UnflattenImpl(int64_t dim, std::vector<int64_t> sizes)
       : UnflattenImpl(UnflattenOptions(dim, std::move(sizes))) {}

@@ -26,6 +26,7 @@ class LossModule : public Module {
 
 #define KILN_DECLARE_LOSS(Name, Options, ...)               \
   class Name##Impl : public LossModule<Options> {           \
+    KILN_MODULE_CLONE(Name##Impl)                           \
    public:                                                  \
     explicit Name##Impl(Options options = {});              \
     Tensor forward(__VA_ARGS__);                            \
@@ -56,6 +57,7 @@ KILN_DECLARE_LOSS(CTCLoss, CTCLossOptions, const Tensor& log_probs, const Tensor
 // Weighted losses keep the weight buffer as a member.
 #define KILN_DECLARE_WEIGHTED_LOSS(Name, Options)           \
   class Name##Impl : public LossModule<Options> {           \
+    KILN_MODULE_CLONE(Name##Impl)                           \
    public:                                                  \
     explicit Name##Impl(Options options = {});              \
     Tensor forward(KILN_INPUT_TARGET);                      \
@@ -71,6 +73,7 @@ KILN_DECLARE_WEIGHTED_LOSS(MultiMarginLoss, MultiMarginLossOptions);
 KILN_DECLARE_WEIGHTED_LOSS(MultiLabelSoftMarginLoss, MultiLabelSoftMarginLossOptions);
 
 class BCEWithLogitsLossImpl : public LossModule<BCEWithLogitsLossOptions> {
+  KILN_MODULE_CLONE(BCEWithLogitsLossImpl)
  public:
   explicit BCEWithLogitsLossImpl(BCEWithLogitsLossOptions options = {});
   Tensor forward(KILN_INPUT_TARGET);

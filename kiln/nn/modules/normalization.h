@@ -19,6 +19,7 @@ struct LayerNormOptions {
 };
 
 class LayerNormImpl : public Module {
+  KILN_MODULE_CLONE(LayerNormImpl)
  public:
   explicit LayerNormImpl(const LayerNormOptions& options);
   void reset_parameters();
@@ -38,6 +39,7 @@ struct RMSNormOptions {
 };
 
 class RMSNormImpl : public Module {
+  KILN_MODULE_CLONE(RMSNormImpl)
  public:
   explicit RMSNormImpl(const RMSNormOptions& options);
   void reset_parameters();
@@ -58,6 +60,7 @@ struct GroupNormOptions {
 };
 
 class GroupNormImpl : public Module {
+  KILN_MODULE_CLONE(GroupNormImpl)
  public:
   GroupNormImpl(int64_t num_groups, int64_t num_channels)
       : GroupNormImpl(GroupNormOptions(num_groups, num_channels)) {}
@@ -98,6 +101,7 @@ class NormBase : public Module {
 
 #define KILN_DECLARE_NORM(Name, Base, Options)                                       \
   class Name##Impl : public Base {                                                   \
+    KILN_MODULE_CLONE(Name##Impl)                                                    \
    public:                                                                           \
     explicit Name##Impl(const BatchNormOptions& options);                            \
     explicit Name##Impl(int64_t num_features) : Name##Impl(Options(num_features)) {} \

@@ -9,6 +9,7 @@
 #include "kiln/nn/module.h"
 #include "kiln/nn/module_holder.h"
 #include "kiln/nn/modules/expanding_array.h"
+#include "kiln/nn/options/modes.h"
 #include "kiln/nn/options/pooling.h"
 
 namespace kiln::nn {
@@ -25,9 +26,11 @@ class MaxPoolNdImpl : public Module {
   MaxPoolOptions<D> options;
 };
 class MaxPool1dImpl : public MaxPoolNdImpl<1> {
+  KILN_MODULE_CLONE(MaxPool1dImpl)
   using MaxPoolNdImpl::MaxPoolNdImpl;
 };
 class MaxPool2dImpl : public MaxPoolNdImpl<2> {
+  KILN_MODULE_CLONE(MaxPool2dImpl)
   using MaxPoolNdImpl::MaxPoolNdImpl;
 };
 KILN_MODULE(MaxPool1d);
@@ -44,9 +47,11 @@ class AvgPoolNdImpl : public Module {
   AvgPoolOptions<D> options;
 };
 class AvgPool1dImpl : public AvgPoolNdImpl<1> {
+  KILN_MODULE_CLONE(AvgPool1dImpl)
   using AvgPoolNdImpl::AvgPoolNdImpl;
 };
 class AvgPool2dImpl : public AvgPoolNdImpl<2> {
+  KILN_MODULE_CLONE(AvgPool2dImpl)
   using AvgPoolNdImpl::AvgPoolNdImpl;
 };
 KILN_MODULE(AvgPool1d);
@@ -65,15 +70,19 @@ class AdaptivePoolNdImpl : public Module {
   AdaptivePoolOptions<D> options;
 };
 class AdaptiveAvgPool1dImpl : public AdaptivePoolNdImpl<1, false> {
+  KILN_MODULE_CLONE(AdaptiveAvgPool1dImpl)
   using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
 };
 class AdaptiveAvgPool2dImpl : public AdaptivePoolNdImpl<2, false> {
+  KILN_MODULE_CLONE(AdaptiveAvgPool2dImpl)
   using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
 };
 class AdaptiveMaxPool1dImpl : public AdaptivePoolNdImpl<1, true> {
+  KILN_MODULE_CLONE(AdaptiveMaxPool1dImpl)
   using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
 };
 class AdaptiveMaxPool2dImpl : public AdaptivePoolNdImpl<2, true> {
+  KILN_MODULE_CLONE(AdaptiveMaxPool2dImpl)
   using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
 };
 KILN_MODULE(AdaptiveAvgPool1d);
@@ -89,6 +98,7 @@ struct UpsampleOptions {
 };
 
 class UpsampleImpl : public Module {
+  KILN_MODULE_CLONE(UpsampleImpl)
  public:
   explicit UpsampleImpl(const UpsampleOptions& options = {}) : options(options) {}
   Tensor forward(const Tensor& input) const;
@@ -98,6 +108,7 @@ class UpsampleImpl : public Module {
 KILN_MODULE(Upsample);
 
 class PixelShuffleImpl : public Module {
+  KILN_MODULE_CLONE(PixelShuffleImpl)
  public:
   explicit PixelShuffleImpl(int64_t upscale_factor) : upscale_factor(upscale_factor) {}
   Tensor forward(const Tensor& input) const;
@@ -107,6 +118,7 @@ class PixelShuffleImpl : public Module {
 KILN_MODULE(PixelShuffle);
 
 class PixelUnshuffleImpl : public Module {
+  KILN_MODULE_CLONE(PixelUnshuffleImpl)
  public:
   explicit PixelUnshuffleImpl(int64_t downscale_factor) : downscale_factor(downscale_factor) {}
   Tensor forward(const Tensor& input) const;

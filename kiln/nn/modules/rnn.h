@@ -95,6 +95,7 @@ class RNNImplBase : public Module {
 }  // namespace detail
 
 class RNNImpl : public detail::RNNImplBase {
+  KILN_MODULE_CLONE(RNNImpl)
  public:
   RNNImpl(int64_t input_size, int64_t hidden_size) : RNNImpl(RNNOptions(input_size, hidden_size)) {}
   explicit RNNImpl(const RNNOptions& options);
@@ -105,6 +106,7 @@ class RNNImpl : public detail::RNNImplBase {
 KILN_MODULE(RNN);
 
 class LSTMImpl : public detail::RNNImplBase {
+  KILN_MODULE_CLONE(LSTMImpl)
  public:
   LSTMImpl(int64_t input_size, int64_t hidden_size)
       : LSTMImpl(LSTMOptions(input_size, hidden_size)) {}
@@ -117,6 +119,7 @@ class LSTMImpl : public detail::RNNImplBase {
 KILN_MODULE(LSTM);
 
 class GRUImpl : public detail::RNNImplBase {
+  KILN_MODULE_CLONE(GRUImpl)
  public:
   GRUImpl(int64_t input_size, int64_t hidden_size) : GRUImpl(GRUOptions(input_size, hidden_size)) {}
   explicit GRUImpl(const GRUOptions& options);
@@ -180,6 +183,7 @@ class RNNCellImplBase : public Module {
 }  // namespace detail
 
 class RNNCellImpl : public detail::RNNCellImplBase {
+  KILN_MODULE_CLONE(RNNCellImpl)
  public:
   RNNCellImpl(int64_t input_size, int64_t hidden_size)
       : RNNCellImpl(RNNCellOptions(input_size, hidden_size)) {}
@@ -190,6 +194,7 @@ class RNNCellImpl : public detail::RNNCellImplBase {
 KILN_MODULE(RNNCell);
 
 class LSTMCellImpl : public detail::RNNCellImplBase {
+  KILN_MODULE_CLONE(LSTMCellImpl)
  public:
   LSTMCellImpl(int64_t input_size, int64_t hidden_size)
       : LSTMCellImpl(LSTMCellOptions(input_size, hidden_size)) {}
@@ -202,6 +207,7 @@ class LSTMCellImpl : public detail::RNNCellImplBase {
 KILN_MODULE(LSTMCell);
 
 class GRUCellImpl : public detail::RNNCellImplBase {
+  KILN_MODULE_CLONE(GRUCellImpl)
  public:
   GRUCellImpl(int64_t input_size, int64_t hidden_size)
       : GRUCellImpl(GRUCellOptions(input_size, hidden_size)) {}

@@ -31,6 +31,7 @@ using TransformerEncoderLayerOptions = TransformerLayerOptions;
 using TransformerDecoderLayerOptions = TransformerLayerOptions;
 
 class TransformerEncoderLayerImpl : public Module {
+  KILN_MODULE_CLONE(TransformerEncoderLayerImpl)
  public:
   TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead)
       : TransformerEncoderLayerImpl(TransformerLayerOptions(d_model, nhead)) {}
@@ -50,6 +51,7 @@ class TransformerEncoderLayerImpl : public Module {
 KILN_MODULE(TransformerEncoderLayer);
 
 class TransformerDecoderLayerImpl : public Module {
+  KILN_MODULE_CLONE(TransformerDecoderLayerImpl)
  public:
   TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead)
       : TransformerDecoderLayerImpl(TransformerLayerOptions(d_model, nhead)) {}
@@ -82,6 +84,7 @@ struct TransformerEncoderOptions {
 using TransformerDecoderOptions = TransformerEncoderOptions;
 
 class TransformerEncoderImpl : public Module {
+  KILN_MODULE_CLONE(TransformerEncoderImpl)
  public:
   explicit TransformerEncoderImpl(const TransformerEncoderOptions& options);
   Tensor forward(const Tensor& src, const Tensor& mask = {},
@@ -93,6 +96,7 @@ class TransformerEncoderImpl : public Module {
 KILN_MODULE(TransformerEncoder);
 
 class TransformerDecoderImpl : public Module {
+  KILN_MODULE_CLONE(TransformerDecoderImpl)
  public:
   explicit TransformerDecoderImpl(const TransformerDecoderOptions& options);
   Tensor forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask = {},
@@ -120,6 +124,7 @@ struct TransformerOptions {
 };
 
 class TransformerImpl : public Module {
+  KILN_MODULE_CLONE(TransformerImpl)
  public:
   explicit TransformerImpl(const TransformerOptions& options = {});
   Tensor forward(const Tensor& src, const Tensor& tgt, const Tensor& src_mask = {},
