@@ -112,15 +112,15 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
       const Tensor& t = inputs[i];
       if (!op.saves_input(i)) {
         node->saved_inputs().emplace_back();
-      } else if (op.is_inplace && i == 0 && t.defined()) {
-        NoGradGuard no_grad;
-        node->saved_inputs().emplace_back(t.clone(), false);
-      } else if (op.saves_input_metadata && t.defined()) {
+      } else if (op.saves_input_metadata(i) && t.defined()) {
         const TensorImpl& i = *t.impl();
         Tensor shape_only(std::make_shared<TensorImpl>(StorageImpl::meta(i.device()), i.dtype(),
                                                        i.sym_sizes(), i.sym_strides(),
                                                        i.sym_storage_offset()));
         node->saved_inputs().emplace_back(shape_only, false);
+      } else if (op.is_inplace && i == 0 && t.defined()) {
+        NoGradGuard no_grad;
+        node->saved_inputs().emplace_back(t.clone(), false);
       } else {
         node->saved_inputs().emplace_back(t, false);
       }

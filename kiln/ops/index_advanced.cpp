@@ -289,6 +289,7 @@ KILN_REGISTER_OP(index)
       return meta::one_spec(p.result, in[0].dtype(), in[0].device());
     })
     .cpu(index_kernel)
+    .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
       Tensor z = zeros(c.input(0).sym_sizes(), c.grad().dtype());
       std::vector<Tensor> g(c.inputs.size());

@@ -330,6 +330,7 @@ KILN_REGISTER_OP(masked_select)
       return dynamic_meta("masked_select");
     })
     .cpu(masked_select_kernel)
+    .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
       const Tensor &self = c.input(0), &mask = c.input(1);
       const SymShape shape = mask_shape("masked_select", self, mask);
@@ -386,6 +387,7 @@ KILN_REGISTER_OP(take)
       return meta::one_spec(in[1].sym_sizes(), in[0].dtype(), in[0].device());
     })
     .cpu(take_kernel)
+    .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
       Tensor z = zeros(c.input(0).sym_sizes(), c.grad().dtype());
       return std::vector<Tensor>{z.put(c.input(1), c.grad(), true), Tensor()};

@@ -432,6 +432,7 @@ KILN_REGISTER_OP(gather)
     .schema("gather(Tensor self, int dim, Tensor index, bool sparse_grad=False) -> Tensor")
     .meta(gather_meta)
     .cpu(gather_kernel)
+    .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("gather", c.attrs.i(0), c.input(0));
       Tensor z = zeros(c.input(0).sym_sizes(), c.grad().dtype());

@@ -284,6 +284,7 @@ KILN_REGISTER_OP(index_select)
     .schema("index_select(Tensor self, int dim, Tensor index) -> Tensor")
     .meta(index_select_meta)
     .cpu(index_select_kernel)
+    .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_select", c.attrs.i(0), c.input(0));
       Tensor z = zeros(c.input(0).sym_sizes(), c.grad().dtype());
@@ -309,6 +310,7 @@ KILN_REGISTER_OP(index_add)
     .meta(index_source_meta("index_add"))
     .cpu(index_source_kernel("index_add", cpu::ScatterOp::Sum))
     .save_inputs({0, 1})  // self (for its rank) and the index
+    .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_add", c.attrs.i(0), c.input(0));
       std::vector<Tensor> g(3);
@@ -327,6 +329,7 @@ KILN_REGISTER_OP(index_copy)
     .meta(index_source_meta("index_copy"))
     .cpu(index_source_kernel("index_copy", cpu::ScatterOp::Assign))
     .save_inputs({0, 1})  // self (for its rank) and the index
+    .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_copy", c.attrs.i(0), c.input(0));
       std::vector<Tensor> g(3);
@@ -345,6 +348,7 @@ KILN_REGISTER_OP(index_fill)
     .meta(index_fill_meta)
     .cpu(index_fill_kernel)
     .save_inputs({0, 1})  // self (for its rank) and the index
+    .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_fill", c.attrs.i(0), c.input(0));
       std::vector<Tensor> g(3);

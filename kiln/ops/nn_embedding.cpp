@@ -102,6 +102,7 @@ KILN_REGISTER_OP(embedding)
       for (size_t i = 0; i < idx.size() && row_bytes > 0; ++i)
         std::memcpy(dst + i * row_bytes, src + idx[i] * row_bytes, row_bytes);
     })
+    .save_metadata({0})  // weight: its sizes only
     .backward([](const BackwardContext& c) {
       const Tensor& w = c.input(0);
       return std::vector<Tensor>{embedding_backward(c.grad(), c.input(1), w.sym_size(0).guard_int(),

@@ -93,9 +93,10 @@ struct OpDef {
   // not kept reads as an undefined tensor in the BackwardContext.
   uint64_t saved_inputs = ~uint64_t{0};
   uint64_t saved_outputs = 0;
-  // The backward reads only the inputs' sizes/strides/dtypes (views, sum, ...): autograd keeps
-  // data-less aliases, so later in-place changes to the inputs are not reported as errors.
-  bool saves_input_metadata = false;
+  // Inputs whose sizes/strides/dtype/device are all the backward reads (views, sum, the self of
+  // index_select, ...): autograd keeps data-less aliases of them, so later in-place changes to
+  // those inputs are not reported as errors (as PyTorch, which saves their sizes).
+  uint64_t metadata_inputs = 0;
   bool is_view = false;
   bool is_inplace = false;
   bool is_random = false;      // consumes the generator: reruns differ
@@ -112,8 +113,10 @@ struct OpDef {
   OpDef& error_samples(ErrorSampleFn f) { error_samples_ = std::move(f); return *this; }
   OpDef& dtypes(std::vector<ScalarType> d) { dtypes_ = std::move(d); return *this; }
   OpDef& lowering(std::string l) { lowering_ = std::move(l); return *this; }
-  OpDef& view() { is_view = true; saves_input_metadata = true; return *this; }
-  OpDef& save_metadata() { saves_input_metadata = true; return *this; }
+  OpDef& view() { is_view = true; metadata_inputs = ~uint64_t{0}; return *this; }
+  // Every saved input, or only these, is saved as metadata.
+  OpDef& save_metadata() { metadata_inputs = ~uint64_t{0}; return *this; }
+  OpDef& save_metadata(std::initializer_list<int> which) { metadata_inputs = bits(which); return *this; }
   OpDef& inplace() { is_inplace = true; return *this; }
   OpDef& random() { is_random = true; return *this; }
   OpDef& dynamic() { dynamic_output = true; return *this; }
@@ -132,6 +135,7 @@ struct OpDef {
   bool differentiable() const { return static_cast<bool>(backward_); }
   bool saves_input(size_t i) const { return i < 64 && (saved_inputs >> i & 1); }
   bool saves_output(size_t i) const { return i < 64 && (saved_outputs >> i & 1); }
+  bool saves_input_metadata(size_t i) const { return i < 64 && (metadata_inputs >> i & 1); }
 
  private:
   static uint64_t bits(std::initializer_list<int> which) {

@@ -69,7 +69,7 @@ TEST_P(SavedTensors, BackwardReadsExactlyWhatTheOpSaves) {
   for (size_t i = 0; i < num_inputs; ++i) {
     const bool read = inputs_read >> i & 1;
     EXPECT_FALSE(read && !o.saves_input(i)) << o.name << " reads input " << i << " unsaved";
-    EXPECT_FALSE(!read && o.saves_input(i) && !o.saves_input_metadata)
+    EXPECT_FALSE(!read && o.saves_input(i) && !o.saves_input_metadata(i))
         << o.name << " saves input " << i << " that its backward never reads";
   }
   for (size_t i = 0; i < num_outputs; ++i) {
@@ -158,7 +158,7 @@ TEST_P(SavedTensors, InPlaceChangesAfterTheOp) {
       if (!differentiable_input(s.inputs[i])) continue;
       auto change_input = [i](std::vector<Tensor>& in, std::vector<Tensor>&) { add_half(in[i]); };
       const std::string what = o.name + ": input " + std::to_string(i) + " changed in place";
-      if (o.saves_input(i) && !o.saves_input_metadata) {
+      if (o.saves_input(i) && !o.saves_input_metadata(i)) {
         EXPECT_TRUE(testing::error_message([&] {
                       gradients(o, s, i, change_input);
                     }).find(modified) != std::string::npos)

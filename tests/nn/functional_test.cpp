@@ -323,6 +323,19 @@ TEST(NNFunctional, DropoutStatisticsAndBackward) {
   expect_error([&] { dropout(x, 1.5, true); }, {"dropout probability has to be between 0 and 1"});
 }
 
+// binary_cross_entropy at inputs of exactly 0 and 1: the log is limited at -100 as in PyTorch, so
+// the losses are 0 or 100 and every gradient is finite. PyTorch's own backward divides by
+// max(x (1 - x), 1e-12) there (gradients 0 and -+1e12); Kiln's is the derivative of the clamped
+// formula (docs/compat.md, nn).
+TEST(NNFunctional, BinaryCrossEntropyAtZeroAndOne) {
+  Tensor x = tensor(std::vector<double>{0, 1, 0, 1, 0.5}, kFloat64).requires_grad_();
+  Tensor t = tensor(std::vector<double>{0, 1, 1, 0, 0.3}, kFloat64);
+  Tensor loss = binary_cross_entropy(x, t, {}, Reduction::None);
+  expect_values(loss, {0, 0, 100, 100, 0.6931471805599453});
+  loss.sum().backward();
+  expect_values(x.grad(), {1, -1, 0, 0, 0.8});
+}
+
 TEST(NNFunctional, PointwiseLossesAndDistances) {
   Tensor a = S(6, 0.7, 0, {2, 3}), b = S(6, 0.5, 1.0, {2, 3});
   expect_values(mse_loss(a, b), {0.1577246826});
