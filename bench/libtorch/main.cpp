@@ -104,6 +104,7 @@ void write_report(const Options& o, const std::vector<Result>& results, double w
   std::ostringstream md;
   write_report_header(md, "Kiln vs libtorch on the CPU",
                       "`bench/run.sh` (the program is bench/libtorch/main.cpp)", o);
+  md << "- Kiln's float32 matmul: " << kiln_f32_matmul_path() << "\n";
   md << "- Kiln's bfloat16 matmul: " << kiln_bf16_matmul_path() << "\n";
   write_method(md,
                "same inputs for both, outputs compared after warm-up (column `check`: max "

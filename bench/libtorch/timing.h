@@ -27,6 +27,7 @@ int kiln_threads();
 int torch_threads();
 std::string torch_version();
 std::string kiln_bf16_matmul_path();
+std::string kiln_f32_matmul_path();
 // The vector instruction set each side's CPU kernels run with (KILN_CPU_CAPABILITY and
 // ATEN_CPU_CAPABILITY lower them).
 std::string kiln_cpu_capability();

@@ -16,6 +16,7 @@ int info() {
             << " (best on this CPU: " << cpu::to_string(cpu::max_cpu_capability())
             << "; KILN_CPU_CAPABILITY lowers it)\n"
             << "threads:            " << kiln::get_num_threads() << "\n"
+            << "float32 matmul:     " << cpu::f32_gemm_path() << "\n"
             << "bfloat16 matmul:    " << cpu::bf16_gemm_path() << "\n"
             << "cuda available:     " << (kiln::cuda::is_available() ? "yes" : "no") << "\n";
   return 0;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <climits>
 #include <memory>
+#include <string_view>
 #include <type_traits>
 
 #include "kiln/backend/cpu/dnnl_matmul.h"
@@ -204,6 +205,21 @@ void loop_gemm(const GemmArgs& g) {
       });
 }
 
+// Whether OpenBLAS runs its AVX2 or AVX-512 kernels here. OpenBLAS picks them from the CPU model
+// when it loads; a CPU newer than the OpenBLAS build (Debian 12's 0.3.21 on Emerald Rapids) gets
+// its generic SSE3 core ("Prescott"), 2-5x slower than oneDNN's matmul, which then takes
+// float32 products instead.
+bool openblas_has_vector_core() {
+  static const bool known = [] {
+    const std::string_view core = openblas_get_corename();
+    for (std::string_view vector_core :
+         {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"})
+      if (core == vector_core) return true;
+    return false;
+  }();
+  return known;
+}
+
 // Products of at most this many multiply-adds per matrix skip BLAS/oneDNN: the call (and, for
 // 16-bit floats, the conversions) cost more than the arithmetic.
 constexpr int64_t kTinyGemmWork = 32;
@@ -216,6 +232,7 @@ void dispatch_gemm(const GemmArgs& g) {
   } else if (g.m * g.n * g.k <= kTinyGemmWork) {
     loop_gemm<T>(g);
   } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (std::is_same_v<T, float> && !openblas_has_vector_core() && onednn::matmul(g)) return;
     blas_gemm<T>(g);
   } else {
     if (!onednn::matmul(g)) converted_gemm<T>(g);
@@ -275,6 +292,14 @@ void sync_blas_threads() {
     openblas_set_num_threads(want);
     current.store(want, std::memory_order_relaxed);
   }
+}
+
+std::string f32_gemm_path() {
+  const std::string core = openblas_get_corename();
+  if (openblas_has_vector_core() || !onednn::has_matmul(kFloat32))
+    return "OpenBLAS sgemm (" + core + " kernels)";
+  return "oneDNN matmul primitive (OpenBLAS has only its generic " + core +
+         " kernels for this CPU)";
 }
 
 const char* bf16_gemm_path() {

@@ -3,6 +3,7 @@
 // passed as trans/lda (no copies); bfloat16/float16 go to oneDNN's matmul where the CPU has one,
 // otherwise to float32 sgemm on converted copies; integers use a plain loop.
 #include <cstdint>
+#include <string>
 
 #include "kiln/core/dtype.h"
 
@@ -36,7 +37,9 @@ void dot(ScalarType dtype, int64_t n, const void* x, int64_t incx, const void* y
 // Makes OpenBLAS use as many threads as OpenMP (kiln::cpu::num_threads()); cheap when unchanged.
 void sync_blas_threads();
 
-// The path bfloat16 matrix products take on this machine, for reports and benchmarks.
+// The paths float32 and bfloat16 matrix products take on this machine, for reports and
+// benchmarks.
+std::string f32_gemm_path();
 const char* bf16_gemm_path();
 
 }  // namespace kiln::cpu
