@@ -1,9 +1,13 @@
 #include "kiln/backend/cpu/dnnl_matmul.h"
 
+#include <array>
 #include <atomic>
 #include <dnnl.hpp>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace kiln::cpu::onednn {
 namespace {
@@ -71,6 +75,31 @@ std::optional<dnnl::matmul::primitive_desc> make_primitive_desc(const GemmArgs& 
   }
 }
 
+// The primitive for a product's shape, layout and scaling, made once: making one (its
+// implementation search and JIT) takes about 80 us, which a 32 x 32 product would pay on every
+// call. nullopt: oneDNN has only its reference implementation for it.
+struct Matmul {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+};
+std::optional<Matmul> cached_primitive(const GemmArgs& g) {
+  using Key = std::pair<std::array<int64_t, 13>, std::array<double, 2>>;
+  const Key key = {
+      {static_cast<int64_t>(g.dtype), g.batch, g.m, g.n, g.k, g.a.row_stride, g.a.col_stride,
+       g.a.batch_stride, g.b.row_stride, g.b.col_stride, g.b.batch_stride, g.c_batch_stride, g.ldc},
+      {g.alpha, g.beta}};
+  static std::mutex mutex;
+  static std::map<Key, std::optional<Matmul>> cache;
+  constexpr size_t kCapacity = 1024;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= kCapacity) cache.clear();
+  std::optional<Matmul> made;
+  if (std::optional<dnnl::matmul::primitive_desc> pd = make_primitive_desc(g))
+    made = Matmul{*pd, dnnl::matmul(*pd)};
+  return cache.emplace(key, made).first->second;
+}
+
 }  // namespace
 
 bool has_matmul(ScalarType dtype) {
@@ -94,16 +123,16 @@ bool has_matmul(ScalarType dtype) {
 
 bool matmul(const GemmArgs& g) {
   if (!has_matmul(g.dtype)) return false;
-  std::optional<dnnl::matmul::primitive_desc> pd = make_primitive_desc(g);
-  if (!pd) return false;
   try {
+    const std::optional<Matmul> m = cached_primitive(g);
+    if (!m) return false;
+    const dnnl::matmul::primitive_desc& pd = m->pd;
     const dnnl::engine& engine = cpu_engine();
-    dnnl::memory a(pd->src_desc(), engine, const_cast<void*>(g.a.data));
-    dnnl::memory b(pd->weights_desc(), engine, const_cast<void*>(g.b.data));
-    dnnl::memory c(pd->dst_desc(), engine, g.c);
+    dnnl::memory a(pd.src_desc(), engine, const_cast<void*>(g.a.data));
+    dnnl::memory b(pd.weights_desc(), engine, const_cast<void*>(g.b.data));
+    dnnl::memory c(pd.dst_desc(), engine, g.c);
     dnnl::stream stream(engine);
-    dnnl::matmul(*pd).execute(stream,
-                              {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    m->primitive.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     stream.wait();
     return true;
   } catch (const dnnl::error&) {
