@@ -182,6 +182,11 @@ TEST(Matmul, LargeProductsAcrossThreadCounts) {
     expect_close(matmul(a.t().contiguous().t(), b), want, 1e-3, 1e-4);  // transposed view
   }
   set_num_threads(threads);
+  // A batch of column-major matrices times a shared one, large enough for oneDNN where
+  // OpenBLAS has only its generic kernels (kiln info: "float32 matmul").
+  Tensor p = make({2, 160, 130}, kFloat32).transpose(1, 2), q = make({160, 110}, kFloat32);
+  expect_close(matmul(p, q), naive_matmul(p, q), 1e-3, 1e-4);
+  std::cout << "float32 matmul path: " << cpu::f32_gemm_path() << "\n";
 }
 
 TEST(Matmul, IntegerAndBFloat16) {
