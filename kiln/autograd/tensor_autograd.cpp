@@ -23,7 +23,7 @@ bool Tensor::requires_grad() const {
   return m && m->requires_grad;
 }
 
-Tensor& Tensor::requires_grad_(bool r) {
+Tensor& Tensor::requires_grad_(bool r) const {
   AutogradMeta* m = checked()->autograd_meta();
   KILN_CHECK(r || !(m && m->grad_fn),
              "requires_grad_: you can only change requires_grad flags of leaf variables. If you "
@@ -33,7 +33,7 @@ Tensor& Tensor::requires_grad_(bool r) {
              "requires_grad_: only Tensors of floating point dtype can require gradients (got ",
              dtype(), ")");
   if (r || m) checked()->ensure_autograd_meta().requires_grad = r;
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 const Tensor& Tensor::grad() const {
@@ -84,14 +84,14 @@ void Tensor::set_data(const Tensor& new_data) const {
   checked()->shallow_copy_from(*new_data.impl());
 }
 
-Tensor& Tensor::detach_() {
+Tensor& Tensor::detach_() const {
   if (AutogradMeta* m = checked()->autograd_meta()) {
     m->grad_fn.reset();
     m->requires_grad = false;
     m->output_nr = 0;
     m->is_view = false;
   }
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 void Tensor::retain_grad() const {

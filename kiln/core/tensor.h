@@ -32,24 +32,25 @@ void check_accessor(const Tensor& t, ScalarType type, size_t dims, const char* w
 }  // namespace detail
 
 // Unary pointwise ops that are also methods and have an in-place form (x.exp(), x.exp_()).
-#define KILN_UNARY_METHOD_OPS(_)                                                                 \
-  _(neg)                                                                                         \
-  _(abs)                                                                                         \
-  _(sign)                                                                                        \
-  _(exp)                                                                                         \
-  _(exp2) _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) \
-      _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu) _(erf) _(erfc)   \
-          _(erfinv) _(floor) _(ceil) _(round) _(trunc) _(frac) _(logical_not) _(bitwise_not)     \
-              _(square)
+#define KILN_UNARY_METHOD_OPS(_)                                                                  \
+  _(neg)                                                                                          \
+  _(abs)                                                                                          \
+  _(sign)                                                                                         \
+  _(exp)                                                                                          \
+  _(exp2)                                                                                         \
+  _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan)   \
+      _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu) _(erf) _(erfc) _(erfinv) \
+          _(floor) _(ceil) _(round) _(trunc) _(frac) _(logical_not) _(bitwise_not) _(square)
 
 // Binary pointwise ops that are also methods, with tensor or scalar `other` and in-place forms.
-#define KILN_BINARY_METHOD_OPS(_)                                                               \
-  _(mul)                                                                                        \
-  _(div)                                                                                        \
-  _(pow)                                                                                        \
-  _(atan2)                                                                                      \
-  _(maximum) _(minimum) _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) _(logical_and) \
-      _(logical_or) _(logical_xor) _(bitwise_and) _(bitwise_or) _(bitwise_xor)
+#define KILN_BINARY_METHOD_OPS(_)                                                                  \
+  _(mul)                                                                                           \
+  _(div)                                                                                           \
+  _(pow)                                                                                           \
+  _(atan2)                                                                                         \
+  _(maximum)                                                                                       \
+  _(minimum) _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) _(logical_and) _(logical_or) \
+      _(logical_xor) _(bitwise_and) _(bitwise_or) _(bitwise_xor)
 
 class Tensor {
  public:
@@ -163,7 +164,7 @@ class Tensor {
 
   // ---- autograd (kiln/autograd) ----
   bool requires_grad() const;
-  Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& requires_grad_(bool requires_grad = true) const;
   Tensor& set_requires_grad(bool r) { return requires_grad_(r); }
   const Tensor& grad() const;
   Tensor& mutable_grad() const;
@@ -177,7 +178,7 @@ class Tensor {
   // Makes this tensor use new_data's storage, shape and dtype, keeping its autograd identity
   // (how Module::to converts parameters in place).
   void set_data(const Tensor& new_data) const;
-  Tensor& detach_();
+  Tensor& detach_() const;
   void retain_grad() const;
   bool retains_grad() const;
   // Runs `hook` on this tensor's gradient during backward; a defined result replaces it.
@@ -221,51 +222,51 @@ class Tensor {
                            const TensorOptions& options = {}) const;
   Tensor new_tensor(const Tensor& data) const;
   Tensor clone() const;
-  Tensor& copy_(const Tensor& src, bool non_blocking = false);
-  Tensor& fill_(const Scalar& value);
-  Tensor& fill_(const Tensor& value);
-  Tensor& zero_();
-  Tensor& normal_(double mean = 0, double std = 1, Generator* gen = nullptr);
-  Tensor& uniform_(double from = 0, double to = 1, Generator* gen = nullptr);
-  Tensor& bernoulli_(double p = 0.5, Generator* gen = nullptr);
+  Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
+  Tensor& fill_(const Scalar& value) const;
+  Tensor& fill_(const Tensor& value) const;
+  Tensor& zero_() const;
+  Tensor& normal_(double mean = 0, double std = 1, Generator* gen = nullptr) const;
+  Tensor& uniform_(double from = 0, double to = 1, Generator* gen = nullptr) const;
+  Tensor& bernoulli_(double p = 0.5, Generator* gen = nullptr) const;
   Tensor bernoulli(Generator* gen = nullptr) const;
-  Tensor& random_(int64_t from, int64_t to, Generator* gen = nullptr);
-  Tensor& exponential_(double lambd = 1, Generator* gen = nullptr);
+  Tensor& random_(int64_t from, int64_t to, Generator* gen = nullptr) const;
+  Tensor& exponential_(double lambd = 1, Generator* gen = nullptr) const;
   Tensor multinomial(int64_t num_samples, bool replacement = false, Generator* gen = nullptr) const;
 
   // ---- pointwise (ops/pointwise.h) ----
 #define KILN_DECLARE_UNARY_METHOD(name) \
   Tensor name() const;                  \
-  Tensor& name##_();
+  Tensor& name##_() const;
   KILN_UNARY_METHOD_OPS(KILN_DECLARE_UNARY_METHOD)
 #undef KILN_DECLARE_UNARY_METHOD
-#define KILN_DECLARE_BINARY_METHOD(name)  \
-  Tensor name(const Tensor& other) const; \
-  Tensor name(const Scalar& other) const; \
-  Tensor& name##_(const Tensor& other);   \
-  Tensor& name##_(const Scalar& other);
+#define KILN_DECLARE_BINARY_METHOD(name)      \
+  Tensor name(const Tensor& other) const;     \
+  Tensor name(const Scalar& other) const;     \
+  Tensor& name##_(const Tensor& other) const; \
+  Tensor& name##_(const Scalar& other) const;
   KILN_BINARY_METHOD_OPS(KILN_DECLARE_BINARY_METHOD)
 #undef KILN_DECLARE_BINARY_METHOD
   Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
   Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
   Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
   Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
   Tensor div(const Tensor& other, std::optional<std::string> rounding_mode) const;
   Tensor div(const Scalar& other, std::optional<std::string> rounding_mode) const;
-  Tensor& div_(const Tensor& other, std::optional<std::string> rounding_mode);
-  Tensor& div_(const Scalar& other, std::optional<std::string> rounding_mode);
+  Tensor& div_(const Tensor& other, std::optional<std::string> rounding_mode) const;
+  Tensor& div_(const Scalar& other, std::optional<std::string> rounding_mode) const;
   Tensor floor_divide(const Tensor& other) const;
   Tensor floor_divide(const Scalar& other) const;
   Tensor round(int64_t decimals) const;
-  Tensor& round_(int64_t decimals);
+  Tensor& round_(int64_t decimals) const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {}) const;
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
-  Tensor& clamp_(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {});
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor& clamp_(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {}) const;
   // clip is libtorch's alias of clamp.
   Tensor clip(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const {
     return clamp(std::move(min), std::move(max));
@@ -273,30 +274,30 @@ class Tensor {
   Tensor clip(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {}) const {
     return clamp(min, max);
   }
-  Tensor& clip_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) {
+  Tensor& clip_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const {
     return clamp_(std::move(min), std::move(max));
   }
-  Tensor& clip_(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {}) {
+  Tensor& clip_(const std::optional<Tensor>& min, const std::optional<Tensor>& max = {}) const {
     return clamp_(min, max);
   }
   Tensor clamp_min(const Scalar& min) const;
   Tensor clamp_max(const Scalar& max) const;
   Tensor clamp_min(const Tensor& min) const;
   Tensor clamp_max(const Tensor& max) const;
-  Tensor& clamp_min_(const Scalar& min);
-  Tensor& clamp_max_(const Scalar& max);
+  Tensor& clamp_min_(const Scalar& min) const;
+  Tensor& clamp_max_(const Scalar& max) const;
   Tensor lerp(const Tensor& end, const Scalar& weight) const;
   Tensor lerp(const Tensor& end, const Tensor& weight) const;
-  Tensor& lerp_(const Tensor& end, const Scalar& weight);
-  Tensor& lerp_(const Tensor& end, const Tensor& weight);
+  Tensor& lerp_(const Tensor& end, const Scalar& weight) const;
+  Tensor& lerp_(const Tensor& end, const Tensor& weight) const;
   Tensor addcmul(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
   Tensor addcdiv(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
-  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
-  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
+  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
   Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
-  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
-  Tensor& masked_fill_(const Tensor& mask, const Tensor& value);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
+  Tensor& masked_fill_(const Tensor& mask, const Tensor& value) const;
   Tensor isnan() const;
   Tensor isinf() const;
   Tensor isfinite() const;
@@ -309,7 +310,7 @@ class Tensor {
                     std::optional<double> neginf = std::nullopt) const;
   Tensor& nan_to_num_(std::optional<double> nan = std::nullopt,
                       std::optional<double> posinf = std::nullopt,
-                      std::optional<double> neginf = std::nullopt);
+                      std::optional<double> neginf = std::nullopt) const;
   Tensor where(const Tensor& condition, const Tensor& other) const;  // self where cond else other
 
   // ---- reductions (ops/reduce.h) ----
@@ -378,13 +379,13 @@ class Tensor {
   Tensor unsqueeze(int64_t dim) const;
   // In-place views (ops/shape_inplace.cpp): this tensor takes the view's sizes and strides and
   // keeps its storage.
-  Tensor& squeeze_();
-  Tensor& squeeze_(IntArrayRef dims);
-  Tensor& unsqueeze_(int64_t dim);
-  Tensor& t_();
-  Tensor& transpose_(int64_t dim0, int64_t dim1);
+  Tensor& squeeze_() const;
+  Tensor& squeeze_(IntArrayRef dims) const;
+  Tensor& unsqueeze_(int64_t dim) const;
+  Tensor& t_() const;
+  Tensor& transpose_(int64_t dim0, int64_t dim1) const;
   Tensor& as_strided_(SymIntList size, SymIntList stride,
-                      std::optional<SymInt> storage_offset = std::nullopt);
+                      std::optional<SymInt> storage_offset = std::nullopt) const;
   // New sizes, contiguous; the storage grows (keeping its elements) when they need more.
   const Tensor& resize_(IntArrayRef size,
                         std::optional<MemoryFormat> memory_format = std::nullopt) const;
@@ -415,8 +416,8 @@ class Tensor {
   Tensor triu(int64_t diagonal = 0) const;
   Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
   Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value) const;
   Tensor operator[](int64_t index) const;
   Tensor operator[](const Scalar& index) const;
   Tensor operator[](const Tensor& index) const;
@@ -429,35 +430,36 @@ class Tensor {
                  const std::string& reduce) const;
   Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value,
                  const std::string& reduce) const;
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src,
+                   const std::string& reduce) const;
   Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value,
-                   const std::string& reduce);
+                   const std::string& reduce) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
-  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src,
                         const std::string& reduce, bool include_self = true) const;
   Tensor& scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
-                          const std::string& reduce, bool include_self = true);
+                          const std::string& reduce, bool include_self = true) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
   Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source,
                    const Scalar& alpha = 1) const;
   Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source,
-                     const Scalar& alpha = 1);
+                     const Scalar& alpha = 1) const;
   Tensor index_copy(int64_t dim, const Tensor& index, const Tensor& source) const;
-  Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source);
+  Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source) const;
   Tensor index_fill(int64_t dim, const Tensor& index, const Scalar& value) const;
   Tensor index_fill(int64_t dim, const Tensor& index, const Tensor& value) const;
-  Tensor& index_fill_(int64_t dim, const Tensor& index, const Scalar& value);
-  Tensor& index_fill_(int64_t dim, const Tensor& index, const Tensor& value);
+  Tensor& index_fill_(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor& index_fill_(int64_t dim, const Tensor& index, const Tensor& value) const;
   Tensor masked_select(const Tensor& mask) const;
   Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
-  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source);
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source) const;
   Tensor take(const Tensor& index) const;
   Tensor take_along_dim(const Tensor& indices, std::optional<int64_t> dim = std::nullopt) const;
   Tensor put(const Tensor& index, const Tensor& source, bool accumulate = false) const;
-  Tensor& put_(const Tensor& index, const Tensor& source, bool accumulate = false);
+  Tensor& put_(const Tensor& index, const Tensor& source, bool accumulate = false) const;
   Tensor nonzero() const;
   std::vector<Tensor> nonzero_numpy() const;
 

@@ -421,13 +421,15 @@ Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
 Tensor Tensor::to(const Tensor& other) const { return to(other.device(), other.dtype()); }
 Tensor Tensor::contiguous(MemoryFormat format) const { return kiln::contiguous(*this, format); }
 Tensor Tensor::clone() const { return kiln::clone(*this); }
-Tensor& Tensor::copy_(const Tensor& src, bool) { return kiln::copy_(*this, src); }
-Tensor& Tensor::fill_(const Scalar& v) { return kiln::fill_(*this, v); }
-Tensor& Tensor::fill_(const Tensor& v) {
+Tensor& Tensor::copy_(const Tensor& src, bool) const {
+  return kiln::copy_(const_cast<Tensor&>(*this), src);
+}
+Tensor& Tensor::fill_(const Scalar& v) const { return kiln::fill_(const_cast<Tensor&>(*this), v); }
+Tensor& Tensor::fill_(const Tensor& v) const {
   KILN_CHECK(v.dim() == 0, "fill_: only supports 0-dimension value tensor but got tensor with ",
              v.dim(), " dimensions");
-  return kiln::fill_(*this, v.item());
+  return kiln::fill_(const_cast<Tensor&>(*this), v.item());
 }
-Tensor& Tensor::zero_() { return kiln::zero_(*this); }
+Tensor& Tensor::zero_() const { return kiln::zero_(const_cast<Tensor&>(*this)); }
 
 }  // namespace kiln

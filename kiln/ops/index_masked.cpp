@@ -555,10 +555,10 @@ Tensor Tensor::masked_select(const Tensor& mask) const { return kiln::masked_sel
 Tensor Tensor::masked_scatter(const Tensor& mask, const Tensor& source) const {
   return kiln::masked_scatter(*this, mask, source);
 }
-Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
+Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) const {
   KILN_INDEX_OP(op, "masked_scatter_");
-  call_op(op, {*this, mask, source}, {});
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), mask, source}, {});
+  return const_cast<Tensor&>(*this);
 }
 Tensor Tensor::take(const Tensor& index) const { return kiln::take(*this, index); }
 Tensor Tensor::take_along_dim(const Tensor& indices, std::optional<int64_t> dim) const {
@@ -567,10 +567,10 @@ Tensor Tensor::take_along_dim(const Tensor& indices, std::optional<int64_t> dim)
 Tensor Tensor::put(const Tensor& index, const Tensor& source, bool accumulate) const {
   return kiln::put(*this, index, source, accumulate);
 }
-Tensor& Tensor::put_(const Tensor& index, const Tensor& source, bool accumulate) {
+Tensor& Tensor::put_(const Tensor& index, const Tensor& source, bool accumulate) const {
   KILN_INDEX_OP(op, "put_");
-  call_op(op, {*this, index, source}, {accumulate});
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), index, source}, {accumulate});
+  return const_cast<Tensor&>(*this);
 }
 Tensor Tensor::nonzero() const { return kiln::nonzero(*this); }
 std::vector<Tensor> Tensor::nonzero_numpy() const { return kiln::nonzero_numpy(*this); }

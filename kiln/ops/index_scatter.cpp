@@ -580,45 +580,45 @@ Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Scalar& value,
                        const std::string& reduce) const {
   return kiln::scatter(*this, dim, index, value, reduce);
 }
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) const {
   KILN_INDEX_OP(op, "scatter_");
-  call_op(op, {*this, index, src}, reduce_attr(dim, nullptr));
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), index, src}, reduce_attr(dim, nullptr));
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) const {
   KILN_INDEX_OP(op, "scatter_value_");
-  call_op(op, {*this, index}, value_attrs(dim, value, nullptr));
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), index}, value_attrs(dim, value, nullptr));
+  return const_cast<Tensor&>(*this);
 }
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src,
-                         const std::string& reduce) {
+                         const std::string& reduce) const {
   KILN_INDEX_OP(op, "scatter_");
-  call_op(op, {*this, index, src}, reduce_attr(dim, &reduce));
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), index, src}, reduce_attr(dim, &reduce));
+  return const_cast<Tensor&>(*this);
 }
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value,
-                         const std::string& reduce) {
+                         const std::string& reduce) const {
   KILN_INDEX_OP(op, "scatter_value_");
-  call_op(op, {*this, index}, value_attrs(dim, value, &reduce));
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), index}, value_attrs(dim, value, &reduce));
+  return const_cast<Tensor&>(*this);
 }
 Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
   return kiln::scatter_add(*this, dim, index, src);
 }
-Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const {
   KILN_INDEX_OP(op, "scatter_add_");
-  call_op(op, {*this, index, src}, {dim});
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), index, src}, {dim});
+  return const_cast<Tensor&>(*this);
 }
 Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src,
                               const std::string& reduce, bool include_self) const {
   return kiln::scatter_reduce(*this, dim, index, src, reduce, include_self);
 }
 Tensor& Tensor::scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
-                                const std::string& reduce, bool include_self) {
+                                const std::string& reduce, bool include_self) const {
   KILN_INDEX_OP(op, "scatter_reduce_");
-  call_op(op, {*this, index, src}, {dim, reduce, include_self});
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), index, src}, {dim, reduce, include_self});
+  return const_cast<Tensor&>(*this);
 }
 
 }  // namespace kiln

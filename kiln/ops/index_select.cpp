@@ -310,7 +310,7 @@ KILN_REGISTER_OP(index_add)
     .meta(index_source_meta("index_add"))
     .cpu(index_source_kernel("index_add", cpu::ScatterOp::Sum))
     .save_inputs({0, 1})  // self (for its rank) and the index
-    .save_metadata({0})  // self: its sizes only
+    .save_metadata({0})   // self: its sizes only
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_add", c.attrs.i(0), c.input(0));
       std::vector<Tensor> g(3);
@@ -329,7 +329,7 @@ KILN_REGISTER_OP(index_copy)
     .meta(index_source_meta("index_copy"))
     .cpu(index_source_kernel("index_copy", cpu::ScatterOp::Assign))
     .save_inputs({0, 1})  // self (for its rank) and the index
-    .save_metadata({0})  // self: its sizes only
+    .save_metadata({0})   // self: its sizes only
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_copy", c.attrs.i(0), c.input(0));
       std::vector<Tensor> g(3);
@@ -348,7 +348,7 @@ KILN_REGISTER_OP(index_fill)
     .meta(index_fill_meta)
     .cpu(index_fill_kernel)
     .save_inputs({0, 1})  // self (for its rank) and the index
-    .save_metadata({0})  // self: its sizes only
+    .save_metadata({0})   // self: its sizes only
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_fill", c.attrs.i(0), c.input(0));
       std::vector<Tensor> g(3);
@@ -406,18 +406,18 @@ Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source,
   return kiln::index_add(*this, dim, index, source, alpha);
 }
 Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source,
-                           const Scalar& alpha) {
+                           const Scalar& alpha) const {
   KILN_INDEX_OP(op, "index_add_");
-  call_op(op, {*this, index, source}, {dim, alpha});
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), index, source}, {dim, alpha});
+  return const_cast<Tensor&>(*this);
 }
 Tensor Tensor::index_copy(int64_t dim, const Tensor& index, const Tensor& source) const {
   return kiln::index_copy(*this, dim, index, source);
 }
-Tensor& Tensor::index_copy_(int64_t dim, const Tensor& index, const Tensor& source) {
+Tensor& Tensor::index_copy_(int64_t dim, const Tensor& index, const Tensor& source) const {
   KILN_INDEX_OP(op, "index_copy_");
-  call_op(op, {*this, index, source}, {dim});
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), index, source}, {dim});
+  return const_cast<Tensor&>(*this);
 }
 Tensor Tensor::index_fill(int64_t dim, const Tensor& index, const Scalar& value) const {
   return kiln::index_fill(*this, dim, index, value);
@@ -425,13 +425,13 @@ Tensor Tensor::index_fill(int64_t dim, const Tensor& index, const Scalar& value)
 Tensor Tensor::index_fill(int64_t dim, const Tensor& index, const Tensor& value) const {
   return kiln::index_fill(*this, dim, index, value);
 }
-Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Scalar& value) {
+Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Scalar& value) const {
   return index_fill_(dim, index, wrapped_scalar(value));
 }
-Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Tensor& value) {
+Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Tensor& value) const {
   KILN_INDEX_OP(op, "index_fill_");
-  call_op(op, {*this, index, value}, {dim});
-  return *this;
+  call_op(op, {const_cast<Tensor&>(*this), index, value}, {dim});
+  return const_cast<Tensor&>(*this);
 }
 
 }  // namespace kiln

@@ -163,12 +163,15 @@ Tensor Tensor::operator[](const Scalar& i) const {
 }
 Tensor Tensor::operator[](const Tensor& i) const { return index({indexing::TensorIndex(i)}); }
 
-Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value) {
-  return kiln::index_put_(*this, indices, value, false);
+Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices,
+                           const Tensor& value) const {
+  return kiln::index_put_(const_cast<Tensor&>(*this), indices, value, false);
 }
 
-Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value) {
-  return kiln::index_put_(*this, indices, scalar_tensor(value, TensorOptions(dtype())), false);
+Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices,
+                           const Scalar& value) const {
+  return kiln::index_put_(const_cast<Tensor&>(*this), indices,
+                          scalar_tensor(value, TensorOptions(dtype())), false);
 }
 
 }  // namespace kiln

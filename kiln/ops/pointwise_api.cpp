@@ -38,15 +38,15 @@ Tensor optional_tensor(const std::optional<Tensor>& t) { return t ? *t : Tensor(
 #define KILN_OP(name) static const OpDef& op = get_op(name)
 
 // ---- the unary and binary method lists (tensor.h) ----
-#define KILN_DEFINE_UNARY(name)                             \
-  Tensor name(const Tensor& self) {                         \
-    KILN_OP(#name);                                         \
-    return call(op, {self}, default_attrs(op));             \
-  }                                                         \
-  Tensor Tensor::name() const { return kiln::name(*this); } \
-  Tensor& Tensor::name##_() {                               \
-    KILN_OP(#name "_");                                     \
-    return call_inplace(op, *this, {}, default_attrs(op));  \
+#define KILN_DEFINE_UNARY(name)                                                 \
+  Tensor name(const Tensor& self) {                                             \
+    KILN_OP(#name);                                                             \
+    return call(op, {self}, default_attrs(op));                                 \
+  }                                                                             \
+  Tensor Tensor::name() const { return kiln::name(*this); }                     \
+  Tensor& Tensor::name##_() const {                                             \
+    KILN_OP(#name "_");                                                         \
+    return call_inplace(op, const_cast<Tensor&>(*this), {}, default_attrs(op)); \
   }
 KILN_UNARY_METHOD_OPS(KILN_DEFINE_UNARY)
 #undef KILN_DEFINE_UNARY
@@ -61,11 +61,11 @@ KILN_UNARY_METHOD_OPS(KILN_DEFINE_UNARY)
   }                                                                                   \
   Tensor Tensor::name(const Tensor& other) const { return kiln::name(*this, other); } \
   Tensor Tensor::name(const Scalar& other) const { return kiln::name(*this, other); } \
-  Tensor& Tensor::name##_(const Tensor& other) {                                      \
+  Tensor& Tensor::name##_(const Tensor& other) const {                                \
     KILN_OP(#name "_");                                                               \
-    return call_inplace(op, *this, {other}, default_attrs(op));                       \
+    return call_inplace(op, const_cast<Tensor&>(*this), {other}, default_attrs(op));  \
   }                                                                                   \
-  Tensor& Tensor::name##_(const Scalar& other) { return name##_(wrapped_scalar(other)); }
+  Tensor& Tensor::name##_(const Scalar& other) const { return name##_(wrapped_scalar(other)); }
 KILN_BINARY_METHOD_OPS(KILN_DEFINE_BINARY)
 #undef KILN_DEFINE_BINARY
 
@@ -97,18 +97,18 @@ Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const {
 Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const {
   return kiln::sub(*this, o, alpha);
 }
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const {
   KILN_OP("add_");
-  return call_inplace(op, *this, {o}, {alpha});
+  return call_inplace(op, const_cast<Tensor&>(*this), {o}, {alpha});
 }
-Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const {
   return add_(wrapped_scalar(o), alpha);
 }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const {
   KILN_OP("sub_");
-  return call_inplace(op, *this, {o}, {alpha});
+  return call_inplace(op, const_cast<Tensor&>(*this), {o}, {alpha});
 }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) {
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const {
   return sub_(wrapped_scalar(o), alpha);
 }
 
@@ -127,11 +127,11 @@ Tensor Tensor::div(const Tensor& o, std::optional<std::string> mode) const {
 Tensor Tensor::div(const Scalar& o, std::optional<std::string> mode) const {
   return kiln::div(*this, o, std::move(mode));
 }
-Tensor& Tensor::div_(const Tensor& o, std::optional<std::string> mode) {
+Tensor& Tensor::div_(const Tensor& o, std::optional<std::string> mode) const {
   KILN_OP("div_");
-  return call_inplace(op, *this, {o}, {rounding_attr(mode)});
+  return call_inplace(op, const_cast<Tensor&>(*this), {o}, {rounding_attr(mode)});
 }
-Tensor& Tensor::div_(const Scalar& o, std::optional<std::string> mode) {
+Tensor& Tensor::div_(const Scalar& o, std::optional<std::string> mode) const {
   return div_(wrapped_scalar(o), std::move(mode));
 }
 Tensor Tensor::floor_divide(const Tensor& o) const { return kiln::floor_divide(*this, o); }
@@ -146,9 +146,9 @@ Tensor round(const Tensor& self, int64_t decimals) {
   return call(op, {self}, {decimals});
 }
 Tensor Tensor::round(int64_t decimals) const { return kiln::round(*this, decimals); }
-Tensor& Tensor::round_(int64_t decimals) {
+Tensor& Tensor::round_(int64_t decimals) const {
   KILN_OP("round_");
-  return call_inplace(op, *this, {}, {decimals});
+  return call_inplace(op, const_cast<Tensor&>(*this), {}, {decimals});
 }
 
 // ---- clamping, selection, blends ----
@@ -176,20 +176,22 @@ Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const
 Tensor Tensor::clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const {
   return kiln::clamp(*this, min, max);
 }
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
   KILN_OP("clamp_");
-  return call_inplace(op, *this, {optional_tensor(min), optional_tensor(max)}, {});
+  return call_inplace(op, const_cast<Tensor&>(*this), {optional_tensor(min), optional_tensor(max)},
+                      {});
 }
-Tensor& Tensor::clamp_(const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+Tensor& Tensor::clamp_(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const {
   KILN_OP("clamp_");
-  return call_inplace(op, *this, {optional_tensor(min), optional_tensor(max)}, {});
+  return call_inplace(op, const_cast<Tensor&>(*this), {optional_tensor(min), optional_tensor(max)},
+                      {});
 }
 Tensor Tensor::clamp_min(const Scalar& min) const { return kiln::clamp_min(*this, min); }
 Tensor Tensor::clamp_max(const Scalar& max) const { return kiln::clamp_max(*this, max); }
 Tensor Tensor::clamp_min(const Tensor& min) const { return kiln::clamp_min(*this, min); }
 Tensor Tensor::clamp_max(const Tensor& max) const { return kiln::clamp_max(*this, max); }
-Tensor& Tensor::clamp_min_(const Scalar& min) { return clamp_(min, std::nullopt); }
-Tensor& Tensor::clamp_max_(const Scalar& max) { return clamp_(std::nullopt, max); }
+Tensor& Tensor::clamp_min_(const Scalar& min) const { return clamp_(min, std::nullopt); }
+Tensor& Tensor::clamp_max_(const Scalar& max) const { return clamp_(std::nullopt, max); }
 
 Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight) {
   KILN_OP("lerp");
@@ -204,11 +206,11 @@ Tensor Tensor::lerp(const Tensor& end, const Scalar& weight) const {
 Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const {
   return kiln::lerp(*this, end, weight);
 }
-Tensor& Tensor::lerp_(const Tensor& end, const Tensor& weight) {
+Tensor& Tensor::lerp_(const Tensor& end, const Tensor& weight) const {
   KILN_OP("lerp_");
-  return call_inplace(op, *this, {end, weight}, {});
+  return call_inplace(op, const_cast<Tensor&>(*this), {end, weight}, {});
 }
-Tensor& Tensor::lerp_(const Tensor& end, const Scalar& weight) {
+Tensor& Tensor::lerp_(const Tensor& end, const Scalar& weight) const {
   return lerp_(end, wrapped_scalar(weight));
 }
 
@@ -226,13 +228,13 @@ Tensor Tensor::addcmul(const Tensor& t1, const Tensor& t2, const Scalar& value) 
 Tensor Tensor::addcdiv(const Tensor& t1, const Tensor& t2, const Scalar& value) const {
   return kiln::addcdiv(*this, t1, t2, value);
 }
-Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value) {
+Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value) const {
   KILN_OP("addcmul_");
-  return call_inplace(op, *this, {t1, t2}, {value});
+  return call_inplace(op, const_cast<Tensor&>(*this), {t1, t2}, {value});
 }
-Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value) {
+Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value) const {
   KILN_OP("addcdiv_");
-  return call_inplace(op, *this, {t1, t2}, {value});
+  return call_inplace(op, const_cast<Tensor&>(*this), {t1, t2}, {value});
 }
 
 Tensor where(const Tensor& cond, const Tensor& self, const Tensor& other) {
@@ -265,11 +267,11 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
 Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
   return kiln::masked_fill(*this, mask, value);
 }
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value) {
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value) const {
   KILN_OP("masked_fill_");
-  return call_inplace(op, *this, {mask, value}, {});
+  return call_inplace(op, const_cast<Tensor&>(*this), {mask, value}, {});
 }
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
   return masked_fill_(mask, wrapped_scalar(value));
 }
 
@@ -300,9 +302,10 @@ Tensor Tensor::nan_to_num(std::optional<double> nan, std::optional<double> posin
   return kiln::nan_to_num(*this, nan, posinf, neginf);
 }
 Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf,
-                            std::optional<double> neginf) {
+                            std::optional<double> neginf) const {
   KILN_OP("nan_to_num_");
-  return call_inplace(op, *this, {}, {opt_attr(nan), opt_attr(posinf), opt_attr(neginf)});
+  return call_inplace(op, const_cast<Tensor&>(*this), {},
+                      {opt_attr(nan), opt_attr(posinf), opt_attr(neginf)});
 }
 
 // ---- activations ----

@@ -270,14 +270,14 @@ Tensor normal(double mean, const Tensor& std, Generator* gen) {
   return normal(scalar_tensor(mean, TensorOptions(std.dtype()).device(std.device())), std, gen);
 }
 
-Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
-  return kiln::uniform_(*this, from, to, gen);
+Tensor& Tensor::uniform_(double from, double to, Generator* gen) const {
+  return kiln::uniform_(const_cast<Tensor&>(*this), from, to, gen);
 }
-Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
-  return kiln::normal_(*this, mean, std, gen);
+Tensor& Tensor::normal_(double mean, double std, Generator* gen) const {
+  return kiln::normal_(const_cast<Tensor&>(*this), mean, std, gen);
 }
-Tensor& Tensor::exponential_(double lambd, Generator* gen) {
-  return kiln::exponential_(*this, lambd, gen);
+Tensor& Tensor::exponential_(double lambd, Generator* gen) const {
+  return kiln::exponential_(const_cast<Tensor&>(*this), lambd, gen);
 }
 
 }  // namespace kiln

@@ -235,10 +235,12 @@ Tensor randint_like(const Tensor& t, int64_t high, const TensorOptions& o) {
   return randint_like(t, 0, high, o);
 }
 
-Tensor& Tensor::random_(int64_t from, int64_t to, Generator* gen) {
-  return kiln::random_(*this, from, to, gen);
+Tensor& Tensor::random_(int64_t from, int64_t to, Generator* gen) const {
+  return kiln::random_(const_cast<Tensor&>(*this), from, to, gen);
 }
-Tensor& Tensor::bernoulli_(double p, Generator* gen) { return kiln::bernoulli_(*this, p, gen); }
+Tensor& Tensor::bernoulli_(double p, Generator* gen) const {
+  return kiln::bernoulli_(const_cast<Tensor&>(*this), p, gen);
+}
 Tensor Tensor::bernoulli(Generator* gen) const { return kiln::bernoulli(*this, gen); }
 Tensor Tensor::multinomial(int64_t num_samples, bool replacement, Generator* gen) const {
   return kiln::multinomial(*this, num_samples, replacement, gen);

@@ -35,16 +35,23 @@ Tensor& become_view(Tensor& self, const Tensor& view, const char* op) {
 
 }  // namespace
 
-Tensor& Tensor::squeeze_() { return become_view(*this, squeeze(), "squeeze_"); }
-Tensor& Tensor::squeeze_(IntArrayRef dims) { return become_view(*this, squeeze(dims), "squeeze_"); }
-Tensor& Tensor::unsqueeze_(int64_t dim) { return become_view(*this, unsqueeze(dim), "unsqueeze_"); }
-Tensor& Tensor::t_() { return become_view(*this, t(), "t_"); }
-Tensor& Tensor::transpose_(int64_t dim0, int64_t dim1) {
-  return become_view(*this, transpose(dim0, dim1), "transpose_");
+Tensor& Tensor::squeeze_() const {
+  return become_view(const_cast<Tensor&>(*this), squeeze(), "squeeze_");
+}
+Tensor& Tensor::squeeze_(IntArrayRef dims) const {
+  return become_view(const_cast<Tensor&>(*this), squeeze(dims), "squeeze_");
+}
+Tensor& Tensor::unsqueeze_(int64_t dim) const {
+  return become_view(const_cast<Tensor&>(*this), unsqueeze(dim), "unsqueeze_");
+}
+Tensor& Tensor::t_() const { return become_view(const_cast<Tensor&>(*this), t(), "t_"); }
+Tensor& Tensor::transpose_(int64_t dim0, int64_t dim1) const {
+  return become_view(const_cast<Tensor&>(*this), transpose(dim0, dim1), "transpose_");
 }
 Tensor& Tensor::as_strided_(SymIntList size, SymIntList stride,
-                            std::optional<SymInt> storage_offset) {
-  return become_view(*this, as_strided(size, stride, std::move(storage_offset)), "as_strided_");
+                            std::optional<SymInt> storage_offset) const {
+  return become_view(const_cast<Tensor&>(*this),
+                     as_strided(size, stride, std::move(storage_offset)), "as_strided_");
 }
 
 const Tensor& Tensor::resize_(IntArrayRef size, std::optional<MemoryFormat> memory_format) const {

@@ -48,6 +48,26 @@ TEST(LibtorchSurface, SymbolicSizesStayReachable) {
   EXPECT_EQ(x.numel(), 24);
 }
 
+// libtorch declares in-place methods const (`const Tensor& add_(...) const`): a Tensor is a handle,
+// so init code taking `const torch::Tensor&` and range-for loops over `const auto&` call them.
+TEST(LibtorchSurface, InPlaceMethodsWorkThroughConstReferences) {
+  auto init = [](const Tensor& w) {
+    NoGradGuard no_grad;
+    w.uniform_(-1, 1);
+    w.mul_(0).add_(2).clamp_(0, 1.5);
+  };
+  const Tensor t = zeros({3});
+  init(t);
+  EXPECT_TRUE(t.equal(full({3}, 1.5)));
+  const std::vector<Tensor> params = {zeros({2}), ones({2, 2})};
+  for (const auto& p : params) p.fill_(7).sub_(3);
+  EXPECT_EQ(params[1].sum().item<float>(), 16.f);
+  const Tensor r = zeros({2});
+  r.resize_({4}).fill_(3);
+  EXPECT_EQ(r.numel(), 4);
+  EXPECT_EQ(r.sum().item<float>(), 12.f);
+}
+
 TEST(LibtorchSurface, OneIntegerIsASizeList) {
   Tensor x = arange_f64(6);
   EXPECT_EQ(zeros(3).sizes(), (std::vector<int64_t>{3}));
