@@ -11,6 +11,7 @@
 #include "kiln/core/dtype.h"
 #include "kiln/core/error.h"
 #include "kiln/core/generator.h"
+#include "kiln/core/parallel.h"
 #include "kiln/core/print.h"
 #include "kiln/core/symint.h"
 #include "kiln/core/tensor.h"

@@ -58,7 +58,7 @@ FORWARDING = (
     # ATen.
     + expand("ATen", "ATen Tensor Functions NativeFunctions TensorIndexing Parallel "
              "ParallelOpenMP TensorUtils TensorOperators ScalarOps Context Generator "
-             "DeviceGuard autocast_mode")
+             "DeviceGuard autocast_mode Dispatch")
     + expand("ATen/core", "Tensor TensorBody TensorAccessor Generator")
     # c10.
     + expand("c10/util", "Optional ArrayRef OptionalArrayRef Exception Logging irange Half "

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <vector>
+
 #include "kiln/kiln.h"
 
 namespace kiln {
@@ -25,6 +28,34 @@ TEST(Threads, NonPositiveCountIsAnError) {
     EXPECT_NE(std::string(e.what()).find("set_num_threads: expected a positive number of threads"),
               std::string::npos);
   }
+}
+
+// kiln::parallel_for (at::parallel_for in the compat layer): every index once, on up to the set
+// number of threads; a range under the grain inline; errors rethrown on the caller.
+TEST(ParallelFor, CoversTheRangeOnceAndRethrows) {
+  const int before = get_num_threads();
+  set_num_threads(2);
+  std::vector<std::atomic<int>> seen(1000);
+  std::atomic<int> chunks{0};
+  parallel_for(0, 1000, 10, [&](int64_t begin, int64_t end) {
+    ++chunks;
+    for (int64_t i = begin; i < end; ++i) ++seen[i];
+  });
+  for (const auto& s : seen) ASSERT_EQ(s.load(), 1);
+  EXPECT_GE(chunks.load(), 1);
+  EXPECT_LE(chunks.load(), 2);
+  int inline_calls = 0;
+  parallel_for(5, 9, 100,
+               [&](int64_t begin, int64_t end) { inline_calls += begin == 5 && end == 9; });
+  EXPECT_EQ(inline_calls, 1);
+  parallel_for(3, 3, 0, [&](int64_t, int64_t) { ADD_FAILURE() << "empty range ran"; });
+  EXPECT_THROW(parallel_for(0, 100, 1,
+                            [](int64_t b, int64_t) {
+                              if (b == 0) throw Error("boom");
+                            }),
+               Error);
+  EXPECT_THROW(parallel_for(0, 10, -1, [](int64_t, int64_t) {}), Error);
+  set_num_threads(before);
 }
 
 }  // namespace
