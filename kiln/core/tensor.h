@@ -140,14 +140,21 @@ class Tensor {
     return GenericPackedTensorAccessor<T, N, PtrTraits, index_t>(data_ptr<std::remove_const_t<T>>(),
                                                                  sizes().data(), strides().data());
   }
+  template <class T, size_t N, template <class> class PtrTraits = DefaultPtrTraits,
+            class index_t = int64_t>
+  GenericPackedTensorAccessor<T, N, PtrTraits, index_t> generic_packed_accessor() && = delete;
   template <class T, size_t N, template <class> class PtrTraits = DefaultPtrTraits>
   PackedTensorAccessor64<T, N, PtrTraits> packed_accessor64() const& {
     return generic_packed_accessor<T, N, PtrTraits, int64_t>();
   }
   template <class T, size_t N, template <class> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor64<T, N, PtrTraits> packed_accessor64() && = delete;
+  template <class T, size_t N, template <class> class PtrTraits = DefaultPtrTraits>
   PackedTensorAccessor32<T, N, PtrTraits> packed_accessor32() const& {
     return generic_packed_accessor<T, N, PtrTraits, int32_t>();
   }
+  template <class T, size_t N, template <class> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor32<T, N, PtrTraits> packed_accessor32() && = delete;
   Scalar item() const;
   template <class T>
   T item() const {

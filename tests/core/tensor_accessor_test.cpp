@@ -74,9 +74,12 @@ TEST(TensorAccessor, PackedAccessorsCopySizesAndStrides) {
       EXPECT_EQ(p32[static_cast<int32_t>(i)][static_cast<int32_t>(j)],
                 static_cast<float>(4 * j + i));
     }
-  auto flat = arange(3, kFloat32).packed_accessor64<float, 1>();
+  // Accessors point into the tensor: it must outlive them (on a temporary they are deleted, as in
+  // libtorch).
+  Tensor r = arange(3, kFloat32);
+  auto flat = r.packed_accessor64<float, 1>();
   flat[2] = 8;
-  EXPECT_EQ(flat[2], 8.0f);
+  EXPECT_EQ(r[2].item<float>(), 8.0f);
 }
 
 TEST(TensorAccessor, ChecksDtypeAndRank) {
