@@ -3,6 +3,8 @@
 // and the dtype and rank checks.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "kiln/kiln.h"
 
 namespace kiln {
@@ -61,6 +63,17 @@ TEST(TensorAccessor, IntegerDtypesAndConstElements) {
   EXPECT_EQ(b[0].item<int64_t>(), 9);
 }
 
+// Whether accessors can be taken from a T (T&& a temporary, T& or const T& a named tensor).
+template <class T>
+constexpr bool kPackedAccessible = requires(T&& t) {
+  std::forward<T>(t).template packed_accessor64<float, 1>();
+  std::forward<T>(t).template packed_accessor32<float, 1>();
+};
+template <class T>
+constexpr bool kAccessible = requires(T&& t) {
+  std::forward<T>(t).template accessor<float, 1>();
+};
+
 TEST(TensorAccessor, PackedAccessorsCopySizesAndStrides) {
   Tensor t = arange(12, kFloat32).view({3, 4}).t();  // [4, 3], strides {1, 4}
   auto p64 = t.packed_accessor64<float, 2>();
@@ -74,8 +87,10 @@ TEST(TensorAccessor, PackedAccessorsCopySizesAndStrides) {
       EXPECT_EQ(p32[static_cast<int32_t>(i)][static_cast<int32_t>(j)],
                 static_cast<float>(4 * j + i));
     }
-  // Accessors point into the tensor: it must outlive them (on a temporary they are deleted, as in
-  // libtorch).
+  // Accessors point into the tensor: it must outlive them, so on a temporary they do not compile,
+  // as in libtorch (a packed accessor of a temporary once wrote into freed memory).
+  static_assert(!kPackedAccessible<Tensor> && !kAccessible<Tensor>);
+  static_assert(kPackedAccessible<const Tensor&> && kAccessible<Tensor&>);
   Tensor r = arange(3, kFloat32);
   auto flat = r.packed_accessor64<float, 1>();
   flat[2] = 8;

@@ -46,6 +46,7 @@ expect("${out}" "y = 14\n")
 expect("${out}" "dy/dx\\[2\\] = 6\n")
 run(${build}/torch_app)
 expect("${out}" "torch y = 8, grad sum = 12\n")
+expect("${out}" "kernel sum = 36\n")
 
 run(${prefix}/bin/kiln ops)
 expect("${out}" "[0-9]+ ops\n")
