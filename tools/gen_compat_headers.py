@@ -16,7 +16,7 @@ COMPAT = ROOT / "compat"
 
 # Written by hand (they hold the compat layer itself), never generated.
 HAND_WRITTEN = {"torch/torch.h", "torch/detail/aliases.h", "torch/detail/c10_util.h",
-                "torch/detail/macros.h"}
+                "torch/detail/macros.h", "torch/detail/dispatch.h", "torch/detail/context.h"}
 
 
 def expand(prefix, names):

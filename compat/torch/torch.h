@@ -55,6 +55,7 @@
 #include "kiln/kiln.h"
 #include "torch/detail/aliases.h"
 #include "torch/detail/c10_util.h"
+#include "torch/detail/context.h"
 #include "torch/detail/dispatch.h"
 #include "torch/detail/macros.h"
 

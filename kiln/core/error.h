@@ -12,6 +12,9 @@ namespace kiln {
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& what) : std::runtime_error(what) {}
+  // libtorch's c10::Error accessors. Kiln's messages carry no backtrace, so both are what().
+  std::string msg() const { return what(); }
+  const char* what_without_backtrace() const noexcept { return what(); }
 };
 
 // A size, stride, offset or byte count that does not fit int64 (Python's OverflowError).

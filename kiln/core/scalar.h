@@ -57,6 +57,11 @@ class Scalar {
   int64_t toLong() const { return to_long(); }
   int toInt() const { return static_cast<int>(to_long()); }
   bool toBool() const { return to<bool>(); }
+  Half toHalf() const { return to<Half>(); }
+  BFloat16 toBFloat16() const { return to<BFloat16>(); }
+  int8_t toChar() const { return to<int8_t>(); }
+  uint8_t toByte() const { return to<uint8_t>(); }
+  int16_t toShort() const { return to<int16_t>(); }
   bool isFloatingPoint() const { return is_floating_point(); }
   bool isIntegral(bool includeBool) const { return is_integral() || (includeBool && is_bool()); }
   bool isBoolean() const { return is_bool(); }

@@ -27,4 +27,6 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain_size,
 
 bool in_parallel_region() { return cpu::in_parallel_region(); }
 
+int get_thread_num() { return omp_get_thread_num(); }
+
 }  // namespace kiln
