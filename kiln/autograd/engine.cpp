@@ -1,10 +1,12 @@
 #include "kiln/autograd/engine.h"
 
+#include <iostream>
 #include <map>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kiln/autograd/anomaly_mode.h"
 #include "kiln/autograd/grad_mode.h"
 #include "kiln/autograd/node.h"
 #include "kiln/core/autograd_meta.h"
@@ -26,6 +28,29 @@ struct ReadyOrder {  // later nodes first, as PyTorch's CPU ready queue
 };
 
 void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
+
+// n->apply(grads), under anomaly mode with the node named in errors and its outputs checked.
+variable_list apply_node(Node* n, variable_list grads) {
+  if (!AnomalyMode::is_enabled()) return n->apply(std::move(grads));
+  variable_list out;
+  try {
+    out = n->apply(std::move(grads));
+  } catch (...) {
+    std::cerr << "[W] Warning: Error detected in " << n->name()
+              << " (anomaly mode: the error below was raised by this node's backward)\n";
+    throw;
+  }
+  if (AnomalyMode::should_check_nan()) {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Tensor& g = out[i];
+      if (!g.defined() || !is_floating_point(g.dtype())) continue;
+      KILN_CHECK(!isnan(g).any().item<bool>(), "Function '", n->name(),
+                 "' returned nan values in its ", i, "th output.");
+    }
+  }
+  return out;
+}
 
 variable_list run(const variable_list& roots, const variable_list& grad_roots, bool keep_graph,
                   bool create_graph, const variable_list* inputs, bool allow_unused) {
@@ -114,7 +139,7 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
     if (!(inputs && is_leaf_sink)) {
       bool any = false;
       for (const auto& g : grads) any = any || g.defined();
-      if (any) out = n->apply(std::move(grads));
+      if (any) out = apply_node(n, std::move(grads));
       if (!keep_graph) n->release_variables();
     }
     const auto& edges = n->next_functions();
