@@ -1,6 +1,8 @@
 #include "kiln/nn/modules/rnn.h"
 
 #include <cmath>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -179,6 +181,36 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run(const Tensor& input, Tensor 
   return {output, hn, cn};
 }
 
+std::tuple<utils::rnn::PackedSequence, Tensor, Tensor> RNNImplBase::run_packed(
+    const utils::rnn::PackedSequence& input, Tensor hx, Tensor cx) const {
+  auto [padded, lengths] = utils::rnn::pad_packed_sequence(input);  // [T, B, I]
+  const int64_t steps = padded.size(0);
+  std::map<int64_t, std::vector<int64_t>, std::greater<>> by_length;
+  for (int64_t b = 0; b < lengths.size(0); ++b)
+    by_length[lengths.data_ptr<int64_t>()[b]].push_back(b);
+
+  const bool lstm = base_.mode == RNNMode::LSTM;
+  std::vector<Tensor> ys, hs, cs;
+  std::vector<int64_t> order;
+  for (const auto& [length, members] : by_length) {
+    const Tensor index = tensor(members);
+    Tensor x = padded.narrow(0, 0, length).index_select(1, index);
+    if (base_.batch_first) x = x.transpose(0, 1);
+    auto [y, h, c] = run(x, hx.defined() ? hx.index_select(1, index) : Tensor(),
+                         cx.defined() ? cx.index_select(1, index) : Tensor());
+    if (base_.batch_first) y = y.transpose(0, 1);
+    if (length < steps) y = cat({y, zeros({steps - length, y.size(1), y.size(2)}, y.options())}, 0);
+    ys.push_back(y);
+    hs.push_back(h);
+    if (lstm) cs.push_back(c);
+    order.insert(order.end(), members.begin(), members.end());
+  }
+  const Tensor restore = utils::rnn::invert_permutation(tensor(order));
+  const Tensor output = cat(ys, 1).index_select(1, restore);
+  return {utils::rnn::detail::repack_like(output, input), cat(hs, 1).index_select(1, restore),
+          lstm ? cat(cs, 1).index_select(1, restore) : Tensor()};
+}
+
 // ---- cells ----
 
 RNNCellImplBase::RNNCellImplBase(const char* name, int64_t input_size, int64_t hidden_size,
@@ -264,6 +296,12 @@ std::tuple<Tensor, Tensor> RNNImpl::forward(const Tensor& input, Tensor hx) {
   return {output, h_n};
 }
 
+std::tuple<utils::rnn::PackedSequence, Tensor> RNNImpl::forward_with_packed_input(
+    const utils::rnn::PackedSequence& packed_input, Tensor hx) {
+  auto [output, h_n, unused] = run_packed(packed_input, std::move(hx), Tensor());
+  return {output, h_n};
+}
+
 LSTMImpl::LSTMImpl(const LSTMOptions& options_)
     : RNNImplBase(base_of(options_)), options(options_) {}
 
@@ -276,10 +314,26 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTMImpl::forward(
   return {output, {h_n, c_n}};
 }
 
+std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>>
+LSTMImpl::forward_with_packed_input(const utils::rnn::PackedSequence& packed_input,
+                                    std::optional<std::tuple<Tensor, Tensor>> hx) {
+  Tensor h0, c0;
+  if (hx) std::tie(h0, c0) = *hx;
+  KILN_CHECK(h0.defined() == c0.defined(), "LSTM: hx must hold both h_0 and c_0 or neither");
+  auto [output, h_n, c_n] = run_packed(packed_input, h0, c0);
+  return {output, {h_n, c_n}};
+}
+
 GRUImpl::GRUImpl(const GRUOptions& options_) : RNNImplBase(base_of(options_)), options(options_) {}
 
 std::tuple<Tensor, Tensor> GRUImpl::forward(const Tensor& input, Tensor hx) {
   auto [output, h_n, unused] = run(input, std::move(hx), Tensor());
+  return {output, h_n};
+}
+
+std::tuple<utils::rnn::PackedSequence, Tensor> GRUImpl::forward_with_packed_input(
+    const utils::rnn::PackedSequence& packed_input, Tensor hx) {
+  auto [output, h_n, unused] = run_packed(packed_input, std::move(hx), Tensor());
   return {output, h_n};
 }
 

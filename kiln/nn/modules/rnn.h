@@ -14,6 +14,7 @@
 #include "kiln/nn/init.h"
 #include "kiln/nn/module.h"
 #include "kiln/nn/module_holder.h"
+#include "kiln/nn/packed_sequence.h"
 
 namespace kiln::nn {
 
@@ -82,6 +83,11 @@ class RNNImplBase : public Module {
   // [L*D, P] unbatched), cx likewise with H (LSTM); undefined ones start at zero. Returns
   // (output, h_n, c_n) with c_n undefined except for LSTM.
   std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, Tensor hx, Tensor cx) const;
+  // run over a packed batch: sequences of equal length run together as one full batch, so each
+  // sequence's steps and final state are those of running it alone. hx/cx and the returned
+  // states are in the batch's original order, as in libtorch.
+  std::tuple<utils::rnn::PackedSequence, Tensor, Tensor> run_packed(
+      const utils::rnn::PackedSequence& input, Tensor hx, Tensor cx) const;
 
   RNNOptionsBase base_;
 
@@ -101,6 +107,8 @@ class RNNImpl : public detail::RNNImplBase {
   explicit RNNImpl(const RNNOptions& options);
   // -> (output, h_n)
   std::tuple<Tensor, Tensor> forward(const Tensor& input, Tensor hx = {});
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward_with_packed_input(
+      const utils::rnn::PackedSequence& packed_input, Tensor hx = {});
   RNNOptions options;
 };
 KILN_MODULE(RNN);
@@ -114,6 +122,9 @@ class LSTMImpl : public detail::RNNImplBase {
   // -> (output, (h_n, c_n)); hx = (h_0, c_0)
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(
       const Tensor& input, std::optional<std::tuple<Tensor, Tensor>> hx = {});
+  std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>> forward_with_packed_input(
+      const utils::rnn::PackedSequence& packed_input,
+      std::optional<std::tuple<Tensor, Tensor>> hx = {});
   LSTMOptions options;
 };
 KILN_MODULE(LSTM);
@@ -125,6 +136,8 @@ class GRUImpl : public detail::RNNImplBase {
   explicit GRUImpl(const GRUOptions& options);
   // -> (output, h_n)
   std::tuple<Tensor, Tensor> forward(const Tensor& input, Tensor hx = {});
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward_with_packed_input(
+      const utils::rnn::PackedSequence& packed_input, Tensor hx = {});
   GRUOptions options;
 };
 KILN_MODULE(GRU);
