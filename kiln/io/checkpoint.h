@@ -8,9 +8,11 @@
 // and one-file training checkpoints holding a model, an optimizer and string metadata (the step,
 // the schedule, ...). Every write is atomic (temporary file + rename).
 #include <concepts>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/nn/module.h"
@@ -24,33 +26,41 @@ void save(const nn::Module& module, const std::string& path);
 nn::LoadStateDictResult load(nn::Module& module, const std::string& path, bool strict = true);
 void save(const optim::Optimizer& optimizer, const std::string& path);
 void load(optim::Optimizer& optimizer, const std::string& path);
-template <class M>
-void save(const nn::ModuleHolder<M>& module, const std::string& path) {
-  save(static_cast<const nn::Module&>(*module), path);
-}
-template <class M>
-nn::LoadStateDictResult load(nn::ModuleHolder<M>& module, const std::string& path,
-                             bool strict = true) {
-  return load(static_cast<nn::Module&>(*module), path, strict);
-}
-
-// A module owned by a plain std::shared_ptr (`auto net = std::make_shared<Net>()`).
-template <std::derived_from<nn::Module> M>
-void save(const std::shared_ptr<M>& module, const std::string& path) {
-  save(static_cast<const nn::Module&>(*module), path);
-}
-template <std::derived_from<nn::Module> M>
-nn::LoadStateDictResult load(std::shared_ptr<M>& module, const std::string& path,
-                             bool strict = true) {
-  return load(static_cast<nn::Module&>(*module), path, strict);
-}
-
 // One tensor, or a list of tensors, as libtorch's torch::save/torch::load of a Tensor and of a
 // std::vector<Tensor>; load replaces the value with what the file holds.
 void save(const Tensor& tensor, const std::string& path);
 void load(Tensor& tensor, const std::string& path);
 void save(const std::vector<Tensor>& tensors, const std::string& path);
 void load(std::vector<Tensor>& tensors, const std::string& path);
+
+// Each of the above to and from a stream (the same bytes as the file).
+void save(const nn::Module& module, std::ostream& stream);
+nn::LoadStateDictResult load(nn::Module& module, std::istream& stream, bool strict = true);
+void save(const optim::Optimizer& optimizer, std::ostream& stream);
+void load(optim::Optimizer& optimizer, std::istream& stream);
+void save(const Tensor& tensor, std::ostream& stream);
+void load(Tensor& tensor, std::istream& stream);
+void save(const std::vector<Tensor>& tensors, std::ostream& stream);
+void load(std::vector<Tensor>& tensors, std::istream& stream);
+
+// A module holder, or a module owned by a plain std::shared_ptr (`auto net =
+// std::make_shared<Net>()`), to a path or a stream.
+template <class M, class To>
+void save(const nn::ModuleHolder<M>& module, To&& to) {
+  save(static_cast<const nn::Module&>(*module), std::forward<To>(to));
+}
+template <class M, class From>
+nn::LoadStateDictResult load(nn::ModuleHolder<M>& module, From&& from, bool strict = true) {
+  return load(static_cast<nn::Module&>(*module), std::forward<From>(from), strict);
+}
+template <std::derived_from<nn::Module> M, class To>
+void save(const std::shared_ptr<M>& module, To&& to) {
+  save(static_cast<const nn::Module&>(*module), std::forward<To>(to));
+}
+template <std::derived_from<nn::Module> M, class From>
+nn::LoadStateDictResult load(std::shared_ptr<M>& module, From&& from, bool strict = true) {
+  return load(static_cast<nn::Module&>(*module), std::forward<From>(from), strict);
+}
 
 namespace io {
 

@@ -12,6 +12,11 @@
 #include "kiln/core/tensor.h"
 #include "kiln/nn/ordered_dict.h"
 
+namespace kiln::serialize {
+class OutputArchive;
+class InputArchive;
+}  // namespace kiln::serialize
+
 namespace kiln::nn {
 
 template <class Contained>
@@ -69,6 +74,11 @@ class Module : public std::enable_shared_from_this<Module> {
   // mismatched key raises one error that lists them all; otherwise they are returned.
   LoadStateDictResult load_state_dict(const OrderedDict<std::string, Tensor>& state,
                                       bool strict = true);
+
+  // libtorch's archive interface: every state_dict() entry, by its dotted name. load reads each
+  // into the module's own tensor (kiln/io/archive.h).
+  virtual void save(serialize::OutputArchive& archive) const;
+  virtual void load(serialize::InputArchive& archive);
 
   // One line describing this module (children are printed by operator<<).
   virtual void pretty_print(std::ostream& stream) const;

@@ -17,6 +17,11 @@
 #include "kiln/core/tensor.h"
 #include "kiln/nn/ordered_dict.h"
 
+namespace kiln::serialize {
+class OutputArchive;
+class InputArchive;
+}  // namespace kiln::serialize
+
 namespace kiln::optim {
 
 class OptimizerOptions {
@@ -119,6 +124,9 @@ class Optimizer {
   // "param_groups.<g>.<option>" / "param_groups.<g>.params" (indices), all as tensors.
   OrderedDict<std::string, Tensor> state_dict() const;
   void load_state_dict(const OrderedDict<std::string, Tensor>& state);
+  // The state_dict() entries through libtorch's archives (kiln/io/archive.h).
+  virtual void save(serialize::OutputArchive& archive) const;
+  virtual void load(serialize::InputArchive& archive);
 
  protected:
   ParamState& state_of(const Tensor& param) { return state_[param.impl()]; }
