@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kiln/core/arg.h"
+#include "kiln/nn/functional/activation.h"
+#include "kiln/nn/functional/layers.h"
 #include "kiln/nn/functional/loss.h"
 #include "kiln/nn/options/modes.h"
 #include "kiln/nn/options/pooling.h"
@@ -38,6 +40,24 @@ inline Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o = {}) {
 }
 inline Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return kiln::leaky_relu(x, negative_slope);
+}
+
+inline Tensor prelu(const Tensor& x, const Tensor& weight) { return kiln::prelu(x, weight); }
+// F::glu(x, 1) and F::glu(x, F::GLUFuncOptions(1)).
+struct GLUFuncOptions {
+  GLUFuncOptions(int64_t dim = -1) : dim_(dim) {}  // NOLINT
+  KILN_ARG(int64_t, dim);
+};
+inline Tensor glu(const Tensor& x, const GLUFuncOptions& o = {}) { return kiln::glu(x, o.dim()); }
+struct LocalResponseNormFuncOptions {
+  LocalResponseNormFuncOptions(int64_t size) : size_(size) {}  // NOLINT
+  KILN_ARG(int64_t, size);
+  KILN_ARG(double, alpha) = 1e-4;
+  KILN_ARG(double, beta) = 0.75;
+  KILN_ARG(double, k) = 1.0;
+};
+inline Tensor local_response_norm(const Tensor& x, const LocalResponseNormFuncOptions& o) {
+  return kiln::local_response_norm(x, o.size(), o.alpha(), o.beta(), o.k());
 }
 
 // F::softmax(x, 1) and F::softmax(x, F::SoftmaxFuncOptions(1).dtype(kFloat32)).

@@ -7,6 +7,7 @@
 #include "kiln/nn/modules/attention.h"
 #include "kiln/nn/modules/container.h"
 #include "kiln/nn/modules/conv.h"
+#include "kiln/nn/modules/distance.h"
 #include "kiln/nn/modules/dropout.h"
 #include "kiln/nn/modules/embedding.h"
 #include "kiln/nn/modules/linear.h"

@@ -88,6 +88,16 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
                            double margin = 1.0, double p = 2, double eps = 1e-6, bool swap = false,
                            Reduction reduction = Reduction::Mean);
 
+// ---- compositions of registered ops (nn_composite.cpp); their gradients come from the parts ----
+// x where x > 0, else weight * x; weight holds one value or one per channel (dim 1).
+Tensor prelu(const Tensor& input, const Tensor& weight);
+// The gated linear unit: a * sigmoid(b) with a, b the two halves of input along dim.
+Tensor glu(const Tensor& input, int64_t dim = -1);
+// PyTorch's local_response_norm: x / (k + alpha * mean of x^2 over `size` neighbouring
+// channels)^beta, on [N, C, *] inputs of at least 3 dims.
+Tensor local_response_norm(const Tensor& input, int64_t size, double alpha = 1e-4,
+                           double beta = 0.75, double k = 1.0);
+
 // ---- distances (nn_distance.cpp) ----
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2, double eps = 1e-6,

@@ -288,3 +288,30 @@ TEST(LossFunctional, TakesTheModuleOptions) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(LossModules, TripletMarginWithDistanceLossMatchesPyTorch) {
+  const Tensor a = arange(6).to(kFloat32).reshape({2, 3}) / 5 - 0.3;
+  const Tensor p = arange(6).to(kFloat32).reshape({2, 3}).flip({1}) / 7;
+  const Tensor n = arange(6).to(kFloat32).reshape({2, 3}).pow(2) / 20;
+  EXPECT_NEAR(nn::TripletMarginWithDistanceLoss()->forward(a, p, n).item<float>(), 1.07405436f,
+              1e-6);
+  auto cosine_distance = [](const Tensor& x, const Tensor& y) {
+    return 1 - nn::functional::cosine_similarity(x, y);
+  };
+  const auto options = nn::functional::TripletMarginWithDistanceLossFuncOptions()
+                           .distance_function(cosine_distance)
+                           .margin(0.5)
+                           .swap(true)
+                           .reduction(kSum);
+  EXPECT_NEAR(nn::functional::triplet_margin_with_distance_loss(a, p, n, options).item<float>(),
+              2.29195452f, 1e-6);
+  EXPECT_THROW(nn::functional::triplet_margin_with_distance_loss(
+                   a, p, n, nn::functional::TripletMarginWithDistanceLossFuncOptions().margin(0)),
+               Error);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -105,6 +105,21 @@ Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Ten
   return kiln::margin_ranking_loss(input1, input2, target, options.margin(), options.reduction());
 }
 
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive,
+                                         const Tensor& negative,
+                                         const TripletMarginWithDistanceLossFuncOptions& options) {
+  KILN_CHECK(options.margin() > 0,
+             "triplet_margin_with_distance_loss: margin must be greater "
+             "than 0, got ",
+             options.margin());
+  const auto distance = options.distance_function().value_or(
+      [](const Tensor& a, const Tensor& b) { return pairwise_distance(a, b); });
+  const Tensor d_pos = distance(anchor, positive);
+  Tensor d_neg = distance(anchor, negative);
+  if (options.swap()) d_neg = minimum(d_neg, distance(positive, negative));
+  return apply_reduction((d_pos - d_neg + options.margin()).clamp_min(0), options.reduction());
+}
+
 Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
                            const TripletMarginLossFuncOptions& options) {
   return kiln::triplet_margin_loss(anchor, positive, negative, options.margin(), options.p(),

@@ -29,6 +29,9 @@ Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Ten
                            const MarginRankingLossFuncOptions& options = {});
 Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
                            const TripletMarginLossFuncOptions& options = {});
+Tensor triplet_margin_with_distance_loss(
+    const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+    const TripletMarginWithDistanceLossFuncOptions& options = {});
 // target: 1 or -1. Per element: input where target is 1, max(0, margin - input) where it is -1.
 Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target,
                             const HingeEmbeddingLossFuncOptions& options = {});

@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "kiln/autograd/grad_mode.h"
+#include "kiln/nn/functional/activation.h"
 #include "kiln/ops/ops.h"
 
 namespace kiln::nn {
@@ -16,6 +18,8 @@ Tensor hardsigmoid_fn(const Tensor& x) { return hardsigmoid(x); }
 Tensor hardswish_fn(const Tensor& x) { return hardswish(x); }
 Tensor logsigmoid_fn(const Tensor& x) { return logsigmoid(x); }
 Tensor relu6_fn(const Tensor& x) { return relu6(x); }
+Tensor softsign_fn(const Tensor& x) { return functional::softsign(x); }
+Tensor tanhshrink_fn(const Tensor& x) { return functional::tanhshrink(x); }
 
 std::string_view bool_text(bool b) { return b ? "true" : "false"; }
 
@@ -33,6 +37,8 @@ KILN_DEFINE_ACTIVATION(Hardsigmoid, hardsigmoid_fn)
 KILN_DEFINE_ACTIVATION(Hardswish, hardswish_fn)
 KILN_DEFINE_ACTIVATION(LogSigmoid, logsigmoid_fn)
 KILN_DEFINE_ACTIVATION(ReLU6, relu6_fn)
+KILN_DEFINE_ACTIVATION(Softsign, softsign_fn)
+KILN_DEFINE_ACTIVATION(Tanhshrink, tanhshrink_fn)
 #undef KILN_DEFINE_ACTIVATION
 
 Tensor ReLUImpl::forward(Tensor input) const {
@@ -91,6 +97,73 @@ Tensor LogSoftmaxImpl::forward(const Tensor& input) const {
 }
 void LogSoftmaxImpl::pretty_print(std::ostream& stream) const {
   stream << "kiln::nn::LogSoftmax(dim=" << options.dim() << ")";
+}
+
+Tensor CELUImpl::forward(const Tensor& input) const {
+  return functional::celu(
+      input, functional::CELUFuncOptions().alpha(options.alpha()).inplace(options.inplace()));
+}
+void CELUImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::CELU(alpha=" << options.alpha()
+         << ", inplace=" << bool_text(options.inplace()) << ")";
+}
+
+Tensor SoftshrinkImpl::forward(const Tensor& input) const {
+  return functional::softshrink(input, options.lambda());
+}
+void SoftshrinkImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::Softshrink(" << options.lambda() << ")";
+}
+Tensor HardshrinkImpl::forward(const Tensor& input) const {
+  return functional::hardshrink(input, options.lambda());
+}
+void HardshrinkImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::Hardshrink(" << options.lambda() << ")";
+}
+
+Tensor ThresholdImpl::forward(const Tensor& input) const {
+  return functional::threshold(
+      input, functional::ThresholdFuncOptions(options.threshold(), options.value())
+                 .inplace(options.inplace()));
+}
+void ThresholdImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::Threshold(threshold=" << options.threshold() << ", value=" << options.value()
+         << ", inplace=" << bool_text(options.inplace()) << ")";
+}
+
+Tensor SoftminImpl::forward(const Tensor& input) const {
+  return functional::softmin(input, options.dim());
+}
+void SoftminImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::Softmin(dim=" << options.dim() << ")";
+}
+
+PReLUImpl::PReLUImpl(const PReLUOptions& options_) : options(options_) {
+  KILN_CHECK(options.num_parameters() >= 1, "PReLU: num_parameters must be positive, got ",
+             options.num_parameters());
+  weight = register_parameter("weight", kiln::empty({options.num_parameters()}));
+  reset();
+}
+void PReLUImpl::reset() {
+  NoGradGuard no_grad;
+  weight.fill_(options.init());
+}
+Tensor PReLUImpl::forward(const Tensor& input) const { return prelu(input, weight); }
+void PReLUImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::PReLU(num_parameters=" << options.num_parameters() << ")";
+}
+
+Tensor GLUImpl::forward(const Tensor& input) const { return glu(input, options.dim()); }
+void GLUImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::GLU(dim=" << options.dim() << ")";
+}
+
+Tensor LocalResponseNormImpl::forward(const Tensor& input) const {
+  return local_response_norm(input, options.size(), options.alpha(), options.beta(), options.k());
+}
+void LocalResponseNormImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::LocalResponseNorm(" << options.size() << ", alpha=" << options.alpha()
+         << ", beta=" << options.beta() << ", k=" << options.k() << ")";
 }
 
 }  // namespace kiln::nn

@@ -37,6 +37,9 @@ KILN_DEFINE_LOSS(MarginRankingLoss, margin_ranking_loss, KILN_PAIR_TARGET,
 KILN_DEFINE_LOSS(TripletMarginLoss, triplet_margin_loss,
                  (const Tensor& anchor, const Tensor& positive, const Tensor& negative),
                  KILN_ARGS(anchor, positive, negative))
+KILN_DEFINE_LOSS(TripletMarginWithDistanceLoss, triplet_margin_with_distance_loss,
+                 (const Tensor& anchor, const Tensor& positive, const Tensor& negative),
+                 KILN_ARGS(anchor, positive, negative))
 KILN_DEFINE_LOSS(CTCLoss, ctc_loss,
                  (const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                   const Tensor& target_lengths),
@@ -56,6 +59,11 @@ KILN_PRINT_PLAIN(CTCLoss)
 
 void HingeEmbeddingLossImpl::pretty_print(std::ostream& stream) const {
   stream << "kiln::nn::HingeEmbeddingLoss(margin=" << options.margin() << ")";
+}
+
+void TripletMarginWithDistanceLossImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::TripletMarginWithDistanceLoss(margin=" << options.margin()
+         << ", swap=" << (options.swap() ? "true" : "false") << ")";
 }
 
 void TripletMarginLossImpl::pretty_print(std::ostream& stream) const {

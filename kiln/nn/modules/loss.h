@@ -51,6 +51,8 @@ KILN_DECLARE_LOSS(CosineEmbeddingLoss, CosineEmbeddingLossOptions, KILN_PAIR_TAR
 KILN_DECLARE_LOSS(MarginRankingLoss, MarginRankingLossOptions, KILN_PAIR_TARGET);
 KILN_DECLARE_LOSS(TripletMarginLoss, TripletMarginLossOptions, const Tensor& anchor,
                   const Tensor& positive, const Tensor& negative);
+KILN_DECLARE_LOSS(TripletMarginWithDistanceLoss, TripletMarginWithDistanceLossOptions,
+                  const Tensor& anchor, const Tensor& positive, const Tensor& negative);
 KILN_DECLARE_LOSS(CTCLoss, CTCLossOptions, const Tensor& log_probs, const Tensor& targets,
                   const Tensor& input_lengths, const Tensor& target_lengths);
 

@@ -5,6 +5,7 @@
 //   F::mse_loss(x, t, F::MSELossFuncOptions(kiln::kSum))
 // take the same object. Fields, names and defaults are libtorch's.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -118,6 +119,15 @@ struct TripletMarginLossOptions {
   KILN_ARG(Reduction, reduction) = Reduction::Mean;
 };
 
+// distance_function(a, b) gives one distance per row; pairwise_distance (p = 2) when not set.
+struct TripletMarginWithDistanceLossOptions {
+  using distance_function_t = std::function<Tensor(const Tensor&, const Tensor&)>;
+  KILN_ARG(std::optional<distance_function_t>, distance_function) = std::nullopt;
+  KILN_ARG(double, margin) = 1.0;
+  KILN_ARG(bool, swap) = false;
+  KILN_ARG(Reduction, reduction) = Reduction::Mean;
+};
+
 struct HingeEmbeddingLossOptions {
   KILN_ARG(double, margin) = 1.0;
   KILN_ARG(Reduction, reduction) = Reduction::Mean;
@@ -163,6 +173,7 @@ using CrossEntropyFuncOptions = CrossEntropyLossOptions;
 using CosineEmbeddingLossFuncOptions = CosineEmbeddingLossOptions;
 using MarginRankingLossFuncOptions = MarginRankingLossOptions;
 using TripletMarginLossFuncOptions = TripletMarginLossOptions;
+using TripletMarginWithDistanceLossFuncOptions = TripletMarginWithDistanceLossOptions;
 using HingeEmbeddingLossFuncOptions = HingeEmbeddingLossOptions;
 using MultiMarginLossFuncOptions = MultiMarginLossOptions;
 using MultilabelSoftMarginLossFuncOptions = MultiLabelSoftMarginLossOptions;
