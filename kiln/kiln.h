@@ -1,5 +1,6 @@
 #pragma once
 // The umbrella header: everything a Kiln program uses.
+#include "kiln/autograd/anomaly_mode.h"
 #include "kiln/autograd/engine.h"
 #include "kiln/autograd/function.h"
 #include "kiln/autograd/grad_mode.h"
@@ -17,10 +18,13 @@
 #include "kiln/core/tensor.h"
 #include "kiln/core/threads.h"
 #include "kiln/data/data.h"
+#include "kiln/io/archive.h"
 #include "kiln/io/checkpoint.h"
 #include "kiln/io/io.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/nn.h"
 #include "kiln/ops/ctc.h"
+#include "kiln/ops/linalg_namespace.h"
 #include "kiln/ops/ops.h"
+#include "kiln/ops/special.h"
 #include "kiln/optim/optim.h"
