@@ -113,6 +113,10 @@ class StatelessDataLoader {
     }
     fill_queue();
     if (pool_.in_flight() == 0) return std::nullopt;
+    if (const auto& timeout = options_.timeout())
+      KILN_CHECK(pool_.wait_for_next(*timeout), "DataLoader: no batch arrived from the ",
+                 options_.workers(), " workers within ", timeout->count(),
+                 " ms (DataLoaderOptions::timeout)");
     BatchType batch = pool_.take();
     fill_queue();
     return batch;

@@ -2,6 +2,7 @@
 // DataLoaderOptions, as torch::data::DataLoaderOptions: DataLoaderOptions().batch_size(64)
 // .workers(2).drop_last(true). Each setter returns the options; the same name without an
 // argument reads the value.
+#include <chrono>
 #include <cstddef>
 #include <optional>
 
@@ -30,6 +31,10 @@ struct DataLoaderOptions {
   KILN_DATA_LOADER_ARG(std::optional<size_t>, max_jobs, std::nullopt)
   // Drop the last batch of an epoch when it has fewer than batch_size examples.
   KILN_DATA_LOADER_ARG(bool, drop_last, false)
+  // With workers, how long to wait for a batch before raising an error (no limit when unset).
+  KILN_DATA_LOADER_ARG(std::optional<std::chrono::milliseconds>, timeout, std::nullopt)
+  // Batches always arrive in sampler order here; false is accepted for libtorch's signature.
+  KILN_DATA_LOADER_ARG(bool, enforce_ordering, true)
 
  public:
   size_t effective_max_jobs() const {

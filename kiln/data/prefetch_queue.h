@@ -5,6 +5,7 @@
 // bounded by it. An exception thrown while producing a result is stored and rethrown to the
 // consumer when it takes that result. stop() (and the destructor) wakes and joins the workers;
 // a request being worked on is finished first, everything queued is dropped.
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -58,6 +59,12 @@ class PrefetchPool {
   }
 
   size_t in_flight() const { return static_cast<size_t>(next_push_ - next_take_); }
+
+  // Waits up to `timeout` for the result take() returns next; false if it is not there by then.
+  bool wait_for_next(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return result_ready_.wait_for(lock, timeout, [&] { return results_.count(next_take_) > 0; });
+  }
 
   // The result of the oldest request not yet taken (waits for it); rethrows its exception.
   Result take() {

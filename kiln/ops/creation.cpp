@@ -312,24 +312,52 @@ Tensor tensor(std::initializer_list<bool> v, const TensorOptions& o) {
 }
 namespace {
 template <class T>
-Tensor from_rows(std::initializer_list<std::initializer_list<T>> rows, ScalarType natural,
-                 const TensorOptions& o) {
-  std::vector<T> flat;
-  size_t cols = rows.size() ? rows.begin()->size() : 0;
-  for (const auto& r : rows) {
-    KILN_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ", r.size(),
-               ")");
-    flat.insert(flat.end(), r.begin(), r.end());
+struct is_init_list : std::false_type {};
+template <class T>
+struct is_init_list<std::initializer_list<T>> : std::true_type {};
+
+// Appends the leaves of a nested list to `flat`, recording each level's length in `shape` and
+// checking that siblings agree.
+template <class T, class Leaf>
+void flatten_nested(std::initializer_list<T> list, size_t depth, std::vector<int64_t>& shape,
+                    std::vector<Leaf>& flat) {
+  const auto n = static_cast<int64_t>(list.size());
+  if (shape.size() == depth) shape.push_back(n);
+  KILN_CHECK(shape[depth] == n, "tensor: Expected all sub-lists at depth ", depth,
+             " to have length ", shape[depth], ", got one of length ", n);
+  for (const T& item : list) {
+    if constexpr (is_init_list<T>::value)
+      flatten_nested(item, depth + 1, shape, flat);
+    else
+      flat.push_back(item);
   }
-  return from_values(flat, {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, natural,
-                     o);
+}
+
+template <class Leaf, class List>
+Tensor from_nested(List list, ScalarType natural, const TensorOptions& o) {
+  std::vector<int64_t> shape;
+  std::vector<Leaf> flat;
+  flatten_nested(list, 0, shape, flat);
+  return from_values(flat, SymShape(shape.begin(), shape.end()), natural, o);
 }
 }  // namespace
 Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const TensorOptions& o) {
-  return from_rows(rows, float_default(), o);
+  return from_nested<double>(rows, float_default(), o);
 }
 Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, const TensorOptions& o) {
-  return from_rows(rows, kInt64, o);
+  return from_nested<int>(rows, kInt64, o);
+}
+Tensor tensor(NestedList3<double> planes, const TensorOptions& o) {
+  return from_nested<double>(planes, float_default(), o);
+}
+Tensor tensor(NestedList3<int> planes, const TensorOptions& o) {
+  return from_nested<int>(planes, kInt64, o);
+}
+Tensor tensor(NestedList4<double> blocks, const TensorOptions& o) {
+  return from_nested<double>(blocks, float_default(), o);
+}
+Tensor tensor(NestedList4<int> blocks, const TensorOptions& o) {
+  return from_nested<int>(blocks, kInt64, o);
 }
 Tensor tensor(double value, const TensorOptions& o) {
   return from_values(std::vector<double>{value}, {}, float_default(), o);

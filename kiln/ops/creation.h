@@ -38,6 +38,15 @@ Tensor tensor(std::initializer_list<std::initializer_list<double>> rows,
               const TensorOptions& options = {});
 Tensor tensor(std::initializer_list<std::initializer_list<int>> rows,
               const TensorOptions& options = {});
+// Three and four levels: tensor({{{1, 2}, {3, 4}}}) is [1, 2, 2].
+template <class T>
+using NestedList3 = std::initializer_list<std::initializer_list<std::initializer_list<T>>>;
+template <class T>
+using NestedList4 = std::initializer_list<NestedList3<T>>;
+Tensor tensor(NestedList3<double> planes, const TensorOptions& options = {});
+Tensor tensor(NestedList3<int> planes, const TensorOptions& options = {});
+Tensor tensor(NestedList4<double> blocks, const TensorOptions& options = {});
+Tensor tensor(NestedList4<int> blocks, const TensorOptions& options = {});
 Tensor tensor(double value, const TensorOptions& options = {});
 Tensor tensor(int64_t value, const TensorOptions& options = {});
 Tensor tensor(int value, const TensorOptions& options = {});

@@ -212,6 +212,38 @@ ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, ReduceLROnPlateauOpti
                                  : -std::numeric_limits<double>::infinity();
 }
 
+namespace {
+ReduceLROnPlateauOptions plateau_options(ReduceLROnPlateauScheduler::SchedulerMode mode,
+                                         float factor, int patience, double threshold,
+                                         ReduceLROnPlateauScheduler::ThresholdMode threshold_mode,
+                                         int cooldown, const std::vector<float>& min_lr,
+                                         double eps) {
+  ReduceLROnPlateauOptions o;
+  o.mode = mode == ReduceLROnPlateauScheduler::max ? "max" : "min";
+  o.factor = factor;
+  o.patience = patience;
+  o.threshold = threshold;
+  o.threshold_mode = threshold_mode == ReduceLROnPlateauScheduler::abs ? "abs" : "rel";
+  o.cooldown = cooldown;
+  o.eps = eps;
+  if (!min_lr.empty()) {
+    KILN_CHECK(std::all_of(min_lr.begin(), min_lr.end(), [&](float v) { return v == min_lr[0]; }),
+               "ReduceLROnPlateauScheduler: Kiln takes one min_lr for every param group, got ",
+               min_lr.size(), " different values");
+    o.min_lr = min_lr[0];
+  }
+  return o;
+}
+}  // namespace
+
+ReduceLROnPlateauScheduler::ReduceLROnPlateauScheduler(Optimizer& optimizer, SchedulerMode mode,
+                                                       float factor, int patience, double threshold,
+                                                       ThresholdMode threshold_mode, int cooldown,
+                                                       const std::vector<float>& min_lr, double eps,
+                                                       bool /*verbose*/)
+    : ReduceLROnPlateau(optimizer, plateau_options(mode, factor, patience, threshold,
+                                                   threshold_mode, cooldown, min_lr, eps)) {}
+
 bool ReduceLROnPlateau::is_better(double metric) const {
   const bool rel = options_.threshold_mode == "rel";
   if (options_.mode == "min")

@@ -169,6 +169,19 @@ class ReduceLROnPlateau {
   int64_t num_bad_epochs_ = 0, cooldown_counter_ = 0, last_epoch_ = 0;
 };
 
+// libtorch's spelling: ReduceLROnPlateauScheduler(optimizer, SchedulerMode::max, 0.5, 3), with
+// min_lr one value for every group (libtorch takes one per group; all must be equal here).
+class ReduceLROnPlateauScheduler : public ReduceLROnPlateau {
+ public:
+  enum SchedulerMode { min, max };
+  enum ThresholdMode { rel, abs };
+  explicit ReduceLROnPlateauScheduler(Optimizer& optimizer, SchedulerMode mode = min,
+                                      float factor = 0.1f, int patience = 10,
+                                      double threshold = 1e-4, ThresholdMode threshold_mode = rel,
+                                      int cooldown = 0, const std::vector<float>& min_lr = {},
+                                      double eps = 1e-8, bool verbose = false);
+};
+
 // Runs schedulers one after another, switching at the milestones.
 class SequentialLR : public LRScheduler {
  public:

@@ -157,3 +157,105 @@ TEST(CompatSurface, CudaAnswersNoGpu) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CompatSurface, ScalarNarrowConversionsAreChecked) {
+  const torch::Scalar s(100);
+  EXPECT_EQ(s.toChar(), 100);
+  EXPECT_EQ(s.toByte(), 100);
+  EXPECT_EQ(s.toShort(), 100);
+  EXPECT_EQ(static_cast<float>(torch::Scalar(0.5).toHalf()), 0.5f);
+  EXPECT_EQ(static_cast<float>(torch::Scalar(3.0).toBFloat16()), 3.0f);
+  EXPECT_THROW(torch::Scalar(300).toChar(), c10::Error);  // out of int8's range, as in c10
+  EXPECT_THROW(torch::Scalar(1e6).toHalf(), c10::Error);
+}
+
+TEST(CompatSurface, ErrorMsgAndWhatWithoutBacktrace) {
+  try {
+    TORCH_CHECK(false, "bad value ", 7);
+  } catch (const c10::Error& e) {
+    EXPECT_EQ(e.msg(), "bad value 7");
+    EXPECT_STREQ(e.what_without_backtrace(), "bad value 7");
+    return;
+  }
+  FAIL() << "TORCH_CHECK did not throw";
+}
+
+TEST(CompatSurface, ParallelReduceSumsEveryElementOnce) {
+  const int64_t n = 100003;
+  for (int64_t grain : {1, 1000, 200000}) {
+    const int64_t sum = at::parallel_reduce(
+        int64_t{0}, n, grain, int64_t{0},
+        [](int64_t b, int64_t e, int64_t ident) {
+          int64_t s = ident;
+          for (int64_t i = b; i < e; ++i) s += i;
+          return s;
+        },
+        [](int64_t a, int64_t b) { return a + b; });
+    EXPECT_EQ(sum, n * (n - 1) / 2) << "grain " << grain;
+  }
+  EXPECT_EQ(at::parallel_reduce(
+                int64_t{5}, int64_t{5}, 1, 42.0, [](int64_t, int64_t, double) { return 0.0; },
+                [](double a, double b) { return a + b; }),
+            42.0);
+  EXPECT_EQ(at::get_thread_num(), 0);
+}
+
+TEST(CompatSurface, GlobalContextKeepsSettings) {
+  auto& ctx = at::globalContext();
+  EXPECT_FALSE(ctx.deterministicAlgorithms());
+  ctx.setDeterministicAlgorithms(true, /*warn_only=*/true);
+  EXPECT_TRUE(ctx.deterministicAlgorithms());
+  EXPECT_TRUE(at::globalContext().deterministicAlgorithmsWarnOnly());
+  ctx.setDeterministicAlgorithms(false, false);
+  ctx.setBenchmarkCuDNN(true);
+  EXPECT_TRUE(ctx.benchmarkCuDNN());
+  ctx.setBenchmarkCuDNN(false);
+  ctx.setFloat32MatmulPrecision("high");
+  EXPECT_EQ(ctx.float32MatmulPrecision(), "high");
+  EXPECT_THROW(ctx.setFloat32MatmulPrecision("fast"), c10::Error);
+  ctx.setFloat32MatmulPrecision("highest");
+  EXPECT_FALSE(at::globalContext().hasCUDA());
+}
+
+TEST(CompatSurface, FlushDenormalZeroesSubnormalResults) {
+  volatile float tiny = 1e-39f, half = 0.5f;  // volatile: computed at run time
+  ASSERT_TRUE(at::globalContext().setFlushDenormal(true));
+  const float flushed = tiny * half;
+  at::globalContext().setFlushDenormal(false);
+  const float kept = tiny * half;
+  EXPECT_EQ(flushed, 0.0f);
+  EXPECT_GT(kept, 0.0f);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CompatSurface, TensorFromThreeAndFourLevelLists) {
+  const torch::Tensor t = torch::tensor({{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}});
+  EXPECT_EQ(t.sizes(), (std::vector<int64_t>{2, 2, 2}));
+  EXPECT_EQ(t.dtype(), torch::kLong);
+  EXPECT_EQ(t[1][0][1].item<int64_t>(), 6);
+  const torch::Tensor f = torch::tensor({{{{0.5, 1.5}}}}, torch::kFloat32);
+  EXPECT_EQ(f.sizes(), (std::vector<int64_t>{1, 1, 1, 2}));
+  EXPECT_EQ(f[0][0][0][1].item<float>(), 1.5f);
+  EXPECT_THROW(torch::tensor({{{1, 2}, {3}}}), c10::Error);  // ragged
+}
+
+TEST(CompatSurface, ReduceLROnPlateauSchedulerWithLibtorchArguments) {
+  torch::Tensor w = torch::zeros({1}, torch::requires_grad());
+  torch::optim::SGD sgd({w}, torch::optim::SGDOptions(1.0));
+  torch::optim::ReduceLROnPlateauScheduler scheduler(
+      sgd, torch::optim::ReduceLROnPlateauScheduler::SchedulerMode::max, /*factor=*/0.5,
+      /*patience=*/1);
+  for (float metric : {1.0f, 0.5f, 0.5f}) scheduler.step(metric);  // two epochs without a rise
+  EXPECT_DOUBLE_EQ(sgd.param_groups()[0].options().get_lr(), 0.5);
+  EXPECT_THROW(torch::optim::ReduceLROnPlateauScheduler(
+                   sgd, torch::optim::ReduceLROnPlateauScheduler::min, 0.1f, 10, 1e-4,
+                   torch::optim::ReduceLROnPlateauScheduler::rel, 0, {0.1f, 0.2f}),
+               c10::Error);
+}
+
+}  // namespace

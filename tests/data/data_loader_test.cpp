@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <set>
+#include <string>
+#include <thread>
 
 #include "kiln/core/error.h"
 #include "kiln/data/data.h"
@@ -228,6 +231,34 @@ TEST(RandomSplit, DisjointSeededSplits) {
   // A split feeds a DataLoader like any dataset.
   auto loader = make_data_loader<SequentialSampler>(std::move(parts[0]).map(Stack<>()), 7);
   EXPECT_EQ(flat(epoch(*loader)).size(), 7u);
+}
+
+// A dataset whose examples take `delay` to load.
+struct Slow : data::datasets::Dataset<Slow> {
+  explicit Slow(std::chrono::milliseconds delay) : delay(delay) {}
+  Example<> get(size_t index) override {
+    std::this_thread::sleep_for(delay);
+    return {kiln::tensor({double(index), 10.0 * double(index)}),
+            kiln::tensor(static_cast<int64_t>(index))};
+  }
+  std::optional<size_t> size() const override { return 4; }
+  std::chrono::milliseconds delay;
+};
+
+TEST(DataLoader, TimeoutRaisesWhenWorkersAreTooSlow) {
+  using namespace std::chrono_literals;
+  auto slow = make_data_loader<SequentialSampler>(
+      Slow(300ms).map(Stack<>()),
+      DataLoaderOptions().batch_size(2).workers(1).timeout(20ms).enforce_ordering(false));
+  try {
+    for (auto& batch : *slow) (void)batch;
+    FAIL() << "no timeout";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("within 20 ms"), std::string::npos) << e.what();
+  }
+  auto fast = make_data_loader<SequentialSampler>(
+      Slow(0ms).map(Stack<>()), DataLoaderOptions().batch_size(2).workers(2).timeout(10s));
+  EXPECT_EQ(flat(epoch(*fast)), (std::vector<int64_t>{0, 1, 2, 3}));
 }
 
 }  // namespace

@@ -433,7 +433,7 @@ TEST(ErrorMessages, CreationSearchAndNorms) {
       [&] {
         tensor({{1.0, 2.0}, {3.0}});
       },
-      "tensor", "rows have different lengths (2 and 1)"));
+      "tensor", "Expected all sub-lists at depth 1 to have length 2, got one of length 1"));
   float data[4] = {};
   EXPECT_TRUE(raises(
       [&] {
