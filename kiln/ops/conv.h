@@ -75,12 +75,19 @@ Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   IntArrayRef padding = 0, IntArrayRef dilation = 1, bool ceil_mode = false);
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
                   IntArrayRef padding = 0, IntArrayRef dilation = 1, bool ceil_mode = false);
-// (values, indices); indices are flat offsets into each input plane (H * W), as in PyTorch.
+Tensor max_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = 0, IntArrayRef dilation = 1, bool ceil_mode = false);
+// (values, indices); indices are flat offsets into each input plane (H * W, or D * H * W), as in
+// PyTorch.
 std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, IntArrayRef kernel_size,
                                                    IntArrayRef stride = {}, IntArrayRef padding = 0,
                                                    IntArrayRef dilation = 1,
                                                    bool ceil_mode = false);
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
+                                                   IntArrayRef stride = {}, IntArrayRef padding = 0,
+                                                   IntArrayRef dilation = 1,
+                                                   bool ceil_mode = false);
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& input, IntArrayRef kernel_size,
                                                    IntArrayRef stride = {}, IntArrayRef padding = 0,
                                                    IntArrayRef dilation = 1,
                                                    bool ceil_mode = false);
@@ -90,11 +97,22 @@ Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
                   IntArrayRef padding = 0, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
+Tensor avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
 
 Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size);
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
+Tensor adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
+std::tuple<Tensor, Tensor> adaptive_max_pool3d(const Tensor& input, IntArrayRef output_size);
+
+// Max unpooling (ops/pool_unpool.cpp): self [N, C, <in>] (or [C, <in>]) written at the flat
+// per-plane indices of max pooling into zeros [N, C, <output_size>].
+Tensor max_unpool2d(const Tensor& self, const Tensor& indices, IntArrayRef output_size);
+Tensor max_unpool3d(const Tensor& self, const Tensor& indices, IntArrayRef output_size,
+                    IntArrayRef stride, IntArrayRef padding);
 
 // ---- upsampling and pixel shuffle (ops/upsample.cpp) ----
 // input [N, C, H, W] (or [C, H, W]); output_size {OH, OW}.
