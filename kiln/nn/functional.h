@@ -12,6 +12,7 @@
 #include "kiln/core/arg.h"
 #include "kiln/nn/functional/loss.h"
 #include "kiln/nn/functional/unpool.h"
+#include "kiln/nn/functional/vision.h"
 #include "kiln/nn/options/modes.h"
 #include "kiln/nn/options/pooling.h"
 #include "kiln/ops/ops.h"

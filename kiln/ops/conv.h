@@ -114,6 +114,16 @@ Tensor max_unpool2d(const Tensor& self, const Tensor& indices, IntArrayRef outpu
 Tensor max_unpool3d(const Tensor& self, const Tensor& indices, IntArrayRef output_size,
                     IntArrayRef stride, IntArrayRef padding);
 
+// ---- grid sampling (ops/grid_sample.cpp) ----
+// input [N, C, H, W] read at grid [N, OH, OW, 2] ((x, y) in [-1, 1]) -> [N, C, OH, OW];
+// interpolation_mode 0 bilinear, 1 nearest; padding_mode 0 zeros, 1 border, 2 reflection.
+Tensor grid_sampler(const Tensor& input, const Tensor& grid, int64_t interpolation_mode,
+                    int64_t padding_mode, bool align_corners);
+Tensor grid_sampler_2d(const Tensor& input, const Tensor& grid, int64_t interpolation_mode,
+                       int64_t padding_mode, bool align_corners);
+// The grid [N, H, W, 2] of the affine maps theta [N, 2, 3] for size [N, C, H, W].
+Tensor affine_grid_generator(const Tensor& theta, IntArrayRef size, bool align_corners);
+
 // ---- upsampling and pixel shuffle (ops/upsample.cpp) ----
 // input [N, C, H, W] (or [C, H, W]); output_size {OH, OW}.
 Tensor upsample_nearest2d(const Tensor& input, IntArrayRef output_size);
