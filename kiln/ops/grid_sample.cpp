@@ -42,7 +42,7 @@ void reflect(Coord<T>& c, int64_t twice_low, int64_t twice_high) {
   T x = c.pos - low;
   if (x < 0) x = -x, c.grad = -c.grad;
   const T extra = std::fmod(x, span);
-  const bool flipped = static_cast<int64_t>(std::floor(x / span)) % 2 != 0;
+  const bool flipped = std::fmod(std::floor(x / span), T(2)) != 0;  // no int overflow
   c.pos = flipped ? span - extra + low : extra + low;
   if (flipped) c.grad = -c.grad;
 }
