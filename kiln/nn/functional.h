@@ -13,6 +13,8 @@
 #include "kiln/nn/functional/activation.h"
 #include "kiln/nn/functional/layers.h"
 #include "kiln/nn/functional/loss.h"
+#include "kiln/nn/functional/unpool.h"
+#include "kiln/nn/functional/vision.h"
 #include "kiln/nn/options/modes.h"
 #include "kiln/nn/options/pooling.h"
 #include "kiln/ops/ops.h"
@@ -143,8 +145,26 @@ inline Tensor conv3d(const Tensor& x, const Tensor& w, const ConvFuncOptions& o 
 inline Tensor max_pool1d(const Tensor& x, const MaxPool1dFuncOptions& o) {
   return kiln::max_pool1d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
+inline std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& x,
+                                                          const MaxPool1dFuncOptions& o) {
+  return kiln::max_pool1d_with_indices(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
+                                       o.ceil_mode());
+}
 inline Tensor max_pool2d(const Tensor& x, const MaxPool2dFuncOptions& o) {
   return kiln::max_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
+}
+inline std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x,
+                                                          const MaxPool2dFuncOptions& o) {
+  return kiln::max_pool2d_with_indices(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
+                                       o.ceil_mode());
+}
+inline Tensor max_pool3d(const Tensor& x, const MaxPool3dFuncOptions& o) {
+  return kiln::max_pool3d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
+}
+inline std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x,
+                                                          const MaxPool3dFuncOptions& o) {
+  return kiln::max_pool3d_with_indices(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
+                                       o.ceil_mode());
 }
 inline Tensor avg_pool1d(const Tensor& x, const AvgPool1dFuncOptions& o) {
   return kiln::avg_pool1d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
@@ -152,6 +172,10 @@ inline Tensor avg_pool1d(const Tensor& x, const AvgPool1dFuncOptions& o) {
 }
 inline Tensor avg_pool2d(const Tensor& x, const AvgPool2dFuncOptions& o) {
   return kiln::avg_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
+                          o.count_include_pad(), o.divisor_override());
+}
+inline Tensor avg_pool3d(const Tensor& x, const AvgPool3dFuncOptions& o) {
+  return kiln::avg_pool3d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
                           o.count_include_pad(), o.divisor_override());
 }
 inline Tensor adaptive_avg_pool1d(const Tensor& x, const AdaptiveAvgPool1dFuncOptions& o) {
@@ -163,11 +187,29 @@ inline Tensor adaptive_avg_pool2d(const Tensor& x, const AdaptiveAvgPool2dFuncOp
 inline Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size) {
   return kiln::adaptive_avg_pool2d(x, output_size);
 }
+inline Tensor adaptive_avg_pool3d(const Tensor& x, const AdaptiveAvgPool3dFuncOptions& o) {
+  return kiln::adaptive_avg_pool3d(x, o.output_size());
+}
 inline Tensor adaptive_max_pool1d(const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o) {
   return std::get<0>(kiln::adaptive_max_pool1d(x, o.output_size()));
 }
+inline std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(
+    const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o) {
+  return kiln::adaptive_max_pool1d(x, o.output_size());
+}
 inline Tensor adaptive_max_pool2d(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o) {
   return std::get<0>(kiln::adaptive_max_pool2d(x, o.output_size()));
+}
+inline std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(
+    const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o) {
+  return kiln::adaptive_max_pool2d(x, o.output_size());
+}
+inline Tensor adaptive_max_pool3d(const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o) {
+  return std::get<0>(kiln::adaptive_max_pool3d(x, o.output_size()));
+}
+inline std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(
+    const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o) {
+  return kiln::adaptive_max_pool3d(x, o.output_size());
 }
 
 struct PadFuncOptions {

@@ -75,12 +75,19 @@ Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   IntArrayRef padding = 0, IntArrayRef dilation = 1, bool ceil_mode = false);
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
                   IntArrayRef padding = 0, IntArrayRef dilation = 1, bool ceil_mode = false);
-// (values, indices); indices are flat offsets into each input plane (H * W), as in PyTorch.
+Tensor max_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = 0, IntArrayRef dilation = 1, bool ceil_mode = false);
+// (values, indices); indices are flat offsets into each input plane (H * W, or D * H * W), as in
+// PyTorch.
 std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, IntArrayRef kernel_size,
                                                    IntArrayRef stride = {}, IntArrayRef padding = 0,
                                                    IntArrayRef dilation = 1,
                                                    bool ceil_mode = false);
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
+                                                   IntArrayRef stride = {}, IntArrayRef padding = 0,
+                                                   IntArrayRef dilation = 1,
+                                                   bool ceil_mode = false);
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& input, IntArrayRef kernel_size,
                                                    IntArrayRef stride = {}, IntArrayRef padding = 0,
                                                    IntArrayRef dilation = 1,
                                                    bool ceil_mode = false);
@@ -90,11 +97,32 @@ Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
                   IntArrayRef padding = 0, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
+Tensor avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
 
 Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size);
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
+Tensor adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
+std::tuple<Tensor, Tensor> adaptive_max_pool3d(const Tensor& input, IntArrayRef output_size);
+
+// Max unpooling (ops/pool_unpool.cpp): self [N, C, <in>] (or [C, <in>]) written at the flat
+// per-plane indices of max pooling into zeros [N, C, <output_size>].
+Tensor max_unpool2d(const Tensor& self, const Tensor& indices, IntArrayRef output_size);
+Tensor max_unpool3d(const Tensor& self, const Tensor& indices, IntArrayRef output_size,
+                    IntArrayRef stride, IntArrayRef padding);
+
+// ---- grid sampling (ops/grid_sample.cpp) ----
+// input [N, C, H, W] read at grid [N, OH, OW, 2] ((x, y) in [-1, 1]) -> [N, C, OH, OW];
+// interpolation_mode 0 bilinear, 1 nearest; padding_mode 0 zeros, 1 border, 2 reflection.
+Tensor grid_sampler(const Tensor& input, const Tensor& grid, int64_t interpolation_mode,
+                    int64_t padding_mode, bool align_corners);
+Tensor grid_sampler_2d(const Tensor& input, const Tensor& grid, int64_t interpolation_mode,
+                       int64_t padding_mode, bool align_corners);
+// The grid [N, H, W, 2] of the affine maps theta [N, 2, 3] for size [N, C, H, W].
+Tensor affine_grid_generator(const Tensor& theta, IntArrayRef size, bool align_corners);
 
 // ---- upsampling and pixel shuffle (ops/upsample.cpp) ----
 // input [N, C, H, W] (or [C, H, W]); output_size {OH, OW}.

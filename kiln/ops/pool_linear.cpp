@@ -1,5 +1,7 @@
 #include "kiln/ops/pool_linear.h"
 
+#include <array>
+
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/pool_util.h"
@@ -21,42 +23,61 @@ Attrs without_sizes(const Attrs& a) {
   return Attrs(std::move(v));
 }
 
+// The taps of every dim as three (a 2-d entry's depth is the identity on one element).
+std::array<Taps, kMaxSpatial> all_taps(const SeparableDef& def, const Attrs& a, const Extent& in,
+                                       const Extent& out) {
+  std::array<Taps, kMaxSpatial> t;
+  const int skip = kMaxSpatial - def.spatial;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    if (d < skip) {
+      t[d].add(0, 1.0);
+      t[d].close();
+    } else {
+      t[d] = def.taps(a, d - skip, in.size[d], out.size[d]);
+    }
+    KILN_CHECK(t[d].outputs() == out.size[d], "internal: ", def.name, ": tap count mismatch");
+  }
+  return t;
+}
+
 // y = M x (forward) or x = M^T y (adjoint, accumulate) for each plane.
 void apply(const SeparableDef& def, const Attrs& a, const Tensor& src, Tensor& dst, bool adjoint) {
   const Tensor s = to_compute(src);
-  const Tensor& big = adjoint ? dst : s;    // the input side [.., H, W]
-  const Tensor& small = adjoint ? s : dst;  // the output side [.., OH, OW]
-  const int64_t H = big.sym_size(2).guard_int(), W = big.sym_size(3).guard_int();
-  const int64_t OH = small.sym_size(2).guard_int(), OW = small.sym_size(3).guard_int();
-  const Taps th = def.taps(a, 0, H, OH), tw = def.taps(a, 1, W, OW);
-  KILN_CHECK(th.outputs() == OH && tw.outputs() == OW, "internal: ", def.name,
-             ": tap count mismatch");
-  const int64_t planes = s.sym_size(0).guard_int() * s.sym_size(1).guard_int();
+  const Extent in = extent(adjoint ? dst : s);   // the input side
+  const Extent out = extent(adjoint ? s : dst);  // the output side
+  const std::array<Taps, kMaxSpatial> t = all_taps(def, a, in, out);
+  const Taps &td = t[0], &th = t[1], &tw = t[2];
+  const int64_t H = in.size[1], W = in.size[2];
+  const int64_t OD = out.size[0], OH = out.size[1], OW = out.size[2];
   compute_into(dst, [&](Tensor& r) {
     visit_compute(r.dtype(), [&]<class T>(T) {
       const T* ps = s.data_ptr<T>();
       T* pr = r.data_ptr<T>();
-      const int64_t in_plane = adjoint ? OH * OW : H * W, out_plane = adjoint ? H * W : OH * OW;
-      for_planes(planes, (OH * OW) * 4, [&](int64_t p) {
+      const int64_t in_plane = adjoint ? out.numel() : in.numel();
+      const int64_t out_plane = adjoint ? in.numel() : out.numel();
+      for_planes(planes(s), out.numel() * 4, [&](int64_t p) {
         const T* x = ps + p * in_plane;
         T* y = pr + p * out_plane;
         if (adjoint) std::fill(y, y + out_plane, T(0));
-        for (int64_t oh = 0; oh < OH; ++oh)
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            using Acc = double;
-            Acc acc = 0;
-            const T g = adjoint ? x[oh * OW + ow] : T(0);
-            for (int64_t i = th.begin[oh]; i < th.begin[oh + 1]; ++i)
-              for (int64_t j = tw.begin[ow]; j < tw.begin[ow + 1]; ++j) {
-                const Acc w = th.weight[i] * tw.weight[j];
-                const int64_t at = th.index[i] * W + tw.index[j];
-                if (adjoint)
-                  y[at] += static_cast<T>(w * g);
-                else
-                  acc += w * x[at];
-              }
-            if (!adjoint) y[oh * OW + ow] = static_cast<T>(acc);
-          }
+        for (int64_t od = 0; od < OD; ++od)
+          for (int64_t oh = 0; oh < OH; ++oh)
+            for (int64_t ow = 0; ow < OW; ++ow) {
+              using Acc = double;
+              Acc acc = 0;
+              const int64_t o = (od * OH + oh) * OW + ow;
+              const T g = adjoint ? x[o] : T(0);
+              for (int64_t k = td.begin[od]; k < td.begin[od + 1]; ++k)
+                for (int64_t i = th.begin[oh]; i < th.begin[oh + 1]; ++i)
+                  for (int64_t j = tw.begin[ow]; j < tw.begin[ow + 1]; ++j) {
+                    const Acc w = td.weight[k] * th.weight[i] * tw.weight[j];
+                    const int64_t at = (td.index[k] * H + th.index[i]) * W + tw.index[j];
+                    if (adjoint)
+                      y[at] += static_cast<T>(w * g);
+                    else
+                      acc += w * x[at];
+                  }
+              if (!adjoint) y[o] = static_cast<T>(acc);
+            }
       });
     });
   });
@@ -82,7 +103,7 @@ std::vector<Tensor> adjoint_reference(const SeparableDef& def, const std::vector
   return {out};
 }
 
-// The adjoint's error samples, from the forward entry's first sample: sizes that are not 4-D,
+// The adjoint's error samples, from the forward entry's first sample: sizes of another rank,
 // and a gradient of another shape than the forward output's.
 std::vector<OpErrorSample> adjoint_error_samples(const SeparableDef& def) {
   const OpSample s = def.samples(kFloat32).at(0);
@@ -94,7 +115,8 @@ std::vector<OpErrorSample> adjoint_error_samples(const SeparableDef& def) {
   return {
       {{samples::make({2, 3}, kFloat32)},
        with_sizes(s.attrs, SymShape{2, 3}),
-       "expected a 4-D gradient and input sizes, got [2, 3] and [2, 3]",
+       detail::str_cat("expected a ", def.spatial + 2,
+                       "-D gradient and input sizes, got [2, 3] and [2, 3]"),
        "2-D"},
       {{samples::make(wrong, kFloat32)},
        with_sizes(s.attrs, in_sizes),
@@ -134,9 +156,10 @@ bool register_separable(const SeparableDef& def) {
       .schema(def.name + "_backward(Tensor grad, <" + def.name + " attrs>, SymInt[] input_sizes)")
       .meta([def](const std::vector<Tensor>& in, const Attrs& a) {
         const SymShape sizes = a.shape(a.size() - 1);
-        KILN_CHECK(sizes.size() == 4 && in[0].dim() == 4, def.name,
-                   "_backward: expected a 4-D gradient and input sizes, got ", in[0].sym_sizes(),
-                   " and ", sizes);
+        const auto rank = static_cast<size_t>(def.spatial) + 2;
+        KILN_CHECK(sizes.size() == rank && in[0].dim() == static_cast<int64_t>(rank), def.name,
+                   "_backward: expected a ", rank, "-D gradient and input sizes, got ",
+                   in[0].sym_sizes(), " and ", sizes);
         const SymShape expected =
             def.output_sizes(empty_meta(sizes, in[0].dtype()), without_sizes(a));
         KILN_CHECK(in[0].sym_sizes() == expected, def.name, "_backward: expected a gradient of ",

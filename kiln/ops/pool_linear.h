@@ -1,7 +1,8 @@
 #pragma once
-// Separable linear maps over [N, C, H, W] planes: avg_pool2d, adaptive_avg_pool2d and the
-// upsampling entries. Each output element is sum_{a, b} wh[a] * ww[b] * x[ih_a, iw_b], with the
-// taps of each dim listed once. An entry `name` comes with `name_backward` (its adjoint, taking
+// Separable linear maps over [N, C, H, W] or [N, C, D, H, W] planes: avg_pool2d/3d,
+// adaptive_avg_pool2d/3d and the upsampling entries. Each output element is
+// sum_{a, b} wh[a] * ww[b] * x[ih_a, iw_b] (and a depth factor), with the taps of each dim
+// listed once. An entry `name` comes with `name_backward` (its adjoint, taking
 // the gradient and the input sizes); each is the other's derivative, so all orders work.
 #include <functional>
 #include <string>
@@ -25,17 +26,19 @@ struct SeparableDef {
   std::string schema;  // the forward entry's schema
   // Output sizes [N, C, OH, OW] of the forward entry (checks the input and attrs).
   std::function<SymShape(const Tensor& input, const Attrs& a)> output_sizes;
-  // Taps along H (dim 0) or W (dim 1) for input size `in` and output size `out`.
+  // Taps along spatial dim `dim` (0: the first after N, C) for input size `in` and output size
+  // `out`.
   std::function<Taps(const Attrs& a, int dim, int64_t in, int64_t out)> taps;
   SampleFn samples;                  // forward samples
   ReferenceFn reference;             // forward reference (direct loops)
   ErrorSampleFn error_samples = {};  // forward error samples (the adjoint's are derived)
+  int spatial = 2;                   // spatial dims of the input
 };
 
 // Registers `name` and `name_backward`; returns true (for static initialisation).
 bool register_separable(const SeparableDef& def);
 
-// Calls the forward entry on a 4-D input.
+// Calls the forward entry on a batched input.
 Tensor call_separable(const char* name, const Tensor& input, const Attrs& attrs);
 
 }  // namespace kiln::pool

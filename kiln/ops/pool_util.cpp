@@ -15,39 +15,66 @@ SymInt output_size(const SymInt& in, int64_t kernel, int64_t pad, int64_t stride
   return out;
 }
 
-void check_input(const char* op, const Tensor& input) {
-  KILN_CHECK(input.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got ", input.sym_sizes());
-  KILN_CHECK(input.sym_size(2) > 0 && input.sym_size(3) > 0, op,
-             ": expected input with non-zero spatial dims, but got input of size ",
+namespace {
+const char* layout(int spatial) {
+  return spatial == 3 ? "[N, C, D, H, W]" : spatial == 2 ? "[N, C, H, W]" : "[N, C, L]";
+}
+// "(CxHxW)": the sizes PyTorch's pooling errors print.
+std::string by(const SymShape& s) {
+  std::string r = "(";
+  for (size_t i = 1; i < s.size(); ++i) r += detail::str_cat(i > 1 ? "x" : "", s[i]);
+  return r + ")";
+}
+}  // namespace
+
+void check_input(const char* op, const Tensor& input, int spatial) {
+  KILN_CHECK(input.dim() == spatial + 2, op, ": expected a ", spatial + 2, "-D input ",
+             layout(spatial), ", got ", input.sym_sizes());
+  bool nonempty = true;
+  for (int64_t d = 2; d < input.dim(); ++d) nonempty = nonempty && input.sym_size(d) > 0;
+  KILN_CHECK(nonempty, op, ": expected input with non-zero spatial dims, but got input of size ",
              input.sym_sizes());
   KILN_CHECK(is_floating_point(input.dtype()), op, ": expected a floating point input, got ",
              input.dtype());
 }
 
-std::vector<OpErrorSample> input_error_samples(const Attrs& a) {
+std::vector<int64_t> sample_shape(int spatial, int64_t size) {
+  std::vector<int64_t> s = {1, 2};
+  s.resize(static_cast<size_t>(spatial) + 2, size);
+  return s;
+}
+
+std::vector<OpErrorSample> input_error_samples(const Attrs& a, int spatial) {
+  const std::vector<int64_t> ok = sample_shape(spatial);
+  const std::vector<int64_t> rank(ok.begin() + 1, ok.end());
+  std::vector<int64_t> empty_plane = ok;
+  empty_plane[2] = 0;
   return {
-      {{samples::make({2, 5, 5}, kFloat32)},
+      {{samples::make(rank, kFloat32)},
        a,
-       "expected a 4-D input [N, C, H, W], got [2, 5, 5]",
-       "input of rank 3"},
-      {{samples::make({1, 2, 0, 5}, kFloat32)},
+       detail::str_cat("expected a ", spatial + 2, "-D input ", layout(spatial), ", got ",
+                       IntArrayRef(rank)),
+       "input of rank " + std::to_string(spatial + 1)},
+      {{samples::make(empty_plane, kFloat32)},
        a,
-       "non-zero spatial dims, but got input of size [1, 2, 0, 5]",
+       detail::str_cat("non-zero spatial dims, but got input of size ", IntArrayRef(empty_plane)),
        "empty plane"},
-      {{samples::make({1, 2, 5, 5}, kInt64)},
-       a,
-       "expected a floating point input, got int64",
-       "integers"},
+      {{samples::make(ok, kInt64)}, a, "expected a floating point input, got int64", "integers"},
   };
 }
 
-std::vector<OpErrorSample> window_error_samples(const WindowAttrs& attrs, bool with_dilation) {
-  const Tensor x = samples::make({1, 2, 5, 5}, kFloat32);
+std::vector<OpErrorSample> window_error_samples(const WindowAttrs& attrs, bool with_dilation,
+                                                int spatial) {
+  const Tensor x = samples::make(sample_shape(spatial), kFloat32);
+  const std::vector<int64_t> too_many(static_cast<size_t>(spatial) + 1, 2);
+  const Tensor tiny = samples::make(sample_shape(spatial, 2), kFloat32);
+  SymShape tiny_out = tiny.sym_sizes();
+  for (int d = 0; d < spatial; ++d) tiny_out[static_cast<size_t>(d) + 2] = 0;
   std::vector<OpErrorSample> s = {
       {{x},
-       attrs({2, 2, 2}, {}, {0}, {1}),
-       "but got kernel_size=[2, 2, 2]",
-       "kernel_size of 3 values"},
+       attrs(too_many, {}, {0}, {1}),
+       detail::str_cat("but got kernel_size=", IntArrayRef(too_many)),
+       detail::str_cat("kernel_size of ", spatial + 1, " values")},
       {{x},
        attrs({0}, {}, {0}, {1}),
        "kernel_size should be greater than zero, but got "
@@ -62,9 +89,10 @@ std::vector<OpErrorSample> window_error_samples(const WindowAttrs& attrs, bool w
        "pad should be at most half of effective kernel size, but got pad=2, kernel_size=2 and "
        "dilation=1",
        "padding too large"},
-      {{samples::make({1, 2, 2, 2}, kFloat32)},
+      {{tiny},
        attrs({3}, {}, {0}, {1}),
-       "given input size: (2x2x2). Calculated output size: (2x0x0). Output size is too small",
+       detail::str_cat("given input size: ", by(tiny.sym_sizes()),
+                       ". Calculated output size: ", by(tiny_out), ". Output size is too small"),
        "window larger than the input"},
   };
   if (with_dilation)
@@ -101,14 +129,15 @@ void compute_into(Tensor& out, const std::function<void(Tensor&)>& body) {
   if (!result.is_same(out)) out.copy_(result);
 }
 
-Window2d window2d(const char* op, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
-                  IntArrayRef dilation) {
-  Window2d w;
-  const std::vector<int64_t> k = conv::expand(op, "kernel_size", kernel, 2);
-  const std::vector<int64_t> s = stride.empty() ? k : conv::expand(op, "stride", stride, 2);
-  const std::vector<int64_t> p = conv::expand(op, "padding", padding, 2);
-  const std::vector<int64_t> d = conv::expand(op, "dilation", dilation, 2);
-  for (int i = 0; i < 2; ++i) {
+Window window(const char* op, int spatial, IntArrayRef kernel, IntArrayRef stride,
+              IntArrayRef padding, IntArrayRef dilation) {
+  Window w;
+  w.spatial = spatial;
+  const std::vector<int64_t> k = conv::expand(op, "kernel_size", kernel, spatial);
+  const std::vector<int64_t> s = stride.empty() ? k : conv::expand(op, "stride", stride, spatial);
+  const std::vector<int64_t> p = conv::expand(op, "padding", padding, spatial);
+  const std::vector<int64_t> d = conv::expand(op, "dilation", dilation, spatial);
+  for (size_t i = 0; i < static_cast<size_t>(spatial); ++i) {
     w.kernel[i] = k[i];
     w.stride[i] = s[i];
     w.pad[i] = p[i];
@@ -124,28 +153,40 @@ Window2d window2d(const char* op, IntArrayRef kernel, IntArrayRef stride, IntArr
   return w;
 }
 
-SymShape pooled_sizes(const char* op, const Tensor& input, const Window2d& w, bool ceil_mode) {
-  check_input(op, input);
+SymShape pooled_sizes(const char* op, const Tensor& input, const Window& w, bool ceil_mode) {
+  check_input(op, input, w.spatial);
   SymShape out = {input.sym_size(0), input.sym_size(1)};
-  for (int i = 0; i < 2; ++i)
+  bool positive = true;
+  for (int i = 0; i < w.spatial; ++i) {
     out.push_back(output_size(input.sym_size(i + 2), w.kernel[i], w.pad[i], w.stride[i],
                               w.dilation[i], ceil_mode));
-  KILN_CHECK(out[2] > 0 && out[3] > 0, op, ": given input size: (", input.sym_size(1), "x",
-             input.sym_size(2), "x", input.sym_size(3), "). Calculated output size: (",
-             input.sym_size(1), "x", out[2], "x", out[3], "). Output size is too small");
+    positive = positive && out.back() > 0;
+  }
+  KILN_CHECK(positive, op, ": given input size: ", by(input.sym_sizes()),
+             ". Calculated output size: ", by(out), ". Output size is too small");
   return out;
 }
 
-std::vector<Tensor> as_4d(const char* op, const Tensor& input, bool one_d,
-                          const std::function<std::vector<Tensor>(const Tensor&)>& f) {
-  const int64_t batched = one_d ? 3 : 4;
+Extent extent(const Tensor& t) {
+  Extent e{{1, 1, 1}};
+  const int64_t spatial = t.dim() - 2;
+  for (int64_t d = 0; d < spatial; ++d)
+    e.size[kMaxSpatial - spatial + d] = t.sym_size(d + 2).guard_int();
+  return e;
+}
+
+int64_t planes(const Tensor& t) { return (t.sym_size(0) * t.sym_size(1)).guard_int(); }
+
+std::vector<Tensor> as_batched(const char* op, const Tensor& input, int spatial,
+                               const std::function<std::vector<Tensor>(const Tensor&)>& f) {
+  const int64_t batched = spatial + 2;
   KILN_CHECK(input.dim() == batched || input.dim() == batched - 1, op, ": expected ", batched - 1,
              "D or ", batched, "D input, but got input of size: ", input.sym_sizes());
   Tensor x = input.dim() == batched ? input : input.unsqueeze(0);
-  if (one_d) x = x.unsqueeze(2);
+  if (spatial == 1) x = x.unsqueeze(2);
   std::vector<Tensor> outs = f(x);
   for (Tensor& t : outs) {
-    if (one_d) t = t.squeeze(IntArrayRef{2});
+    if (spatial == 1) t = t.squeeze(IntArrayRef{2});
     if (input.dim() != batched) t = t.squeeze(IntArrayRef{0});
   }
   return outs;

@@ -1,7 +1,8 @@
 #pragma once
 // Shared pieces of the pooling and upsampling entries: output sizes, windows, compute dtypes and
-// the per-plane parallel loop. Entries work on [N, C, H, W]; the public functions add and drop
-// the batch dim of unbatched inputs (and the H dim of 1-d ones).
+// the per-plane parallel loop. Entries work on [N, C, H, W] (2 spatial dims) or [N, C, D, H, W]
+// (3); the public functions add and drop the batch dim of unbatched inputs (and the H dim of 1-d
+// ones). Kernels see every entry as 3-d: a 2-d entry has a depth of 1.
 #include <functional>
 #include <vector>
 
@@ -14,17 +15,24 @@ namespace kiln::pool {
 SymInt output_size(const SymInt& in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation,
                    bool ceil_mode);
 
-// Checks that `input` is [N, C, H, W] with non-empty planes.
-void check_input(const char* op, const Tensor& input);
+// The most spatial dims an entry has.
+inline constexpr int kMaxSpatial = 3;
 
-// Error samples of check_input, for an entry whose attributes `a` accept a [1, 2, 5, 5] input.
-std::vector<OpErrorSample> input_error_samples(const Attrs& a);
-// Error samples of window2d and pooled_sizes; attrs(kernel, stride, padding, dilation) builds the
+// Checks that `input` is [N, C, <spatial dims>] with non-empty planes.
+void check_input(const char* op, const Tensor& input, int spatial = 2);
+
+// The shape [1, 2, 5, ...] with `spatial` 5s, which every pooling entry's error samples accept.
+std::vector<int64_t> sample_shape(int spatial, int64_t size = 5);
+
+// Error samples of check_input, for an entry whose attributes `a` accept a sample_shape input.
+std::vector<OpErrorSample> input_error_samples(const Attrs& a, int spatial = 2);
+// Error samples of window and pooled_sizes; attrs(kernel, stride, padding, dilation) builds the
 // entry's attributes (with_dilation: whether the entry has a dilation attribute).
 using WindowAttrs =
     std::function<Attrs(std::vector<int64_t> kernel, std::vector<int64_t> stride,
                         std::vector<int64_t> padding, std::vector<int64_t> dilation)>;
-std::vector<OpErrorSample> window_error_samples(const WindowAttrs& attrs, bool with_dilation);
+std::vector<OpErrorSample> window_error_samples(const WindowAttrs& attrs, bool with_dilation,
+                                                int spatial = 2);
 
 // The input positions a window covers along one dim: begin, begin + step, ... < end.
 struct Span {
@@ -61,18 +69,36 @@ void for_planes(int64_t planes, int64_t work_per_plane, const F& f) {
       });
 }
 
-// The list attrs kernel/stride/padding/dilation expanded to two values (stride empty: kernel).
-struct Window2d {
-  int64_t kernel[2], stride[2], pad[2], dilation[2];
+// The list attrs kernel/stride/padding/dilation expanded to one value per spatial dim (stride
+// empty: kernel).
+struct Window {
+  int spatial;
+  int64_t kernel[kMaxSpatial], stride[kMaxSpatial], pad[kMaxSpatial], dilation[kMaxSpatial];
 };
-Window2d window2d(const char* op, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
-                  IntArrayRef dilation);
-// Output sizes of a pooling window over input [N, C, H, W], with PyTorch's checks.
-SymShape pooled_sizes(const char* op, const Tensor& input, const Window2d& w, bool ceil_mode);
+Window window(const char* op, int spatial, IntArrayRef kernel, IntArrayRef stride,
+              IntArrayRef padding, IntArrayRef dilation);
+// Output sizes of a pooling window over input [N, C, <spatial dims>], with PyTorch's checks.
+SymShape pooled_sizes(const char* op, const Tensor& input, const Window& w, bool ceil_mode);
 
-// Runs f on a 4-D view of `input` ([C, H, W] gains a batch dim; 1-d inputs [N, C, L] / [C, L]
-// gain H = 1 when one_d) and gives each output back in the input's rank.
-std::vector<Tensor> as_4d(const char* op, const Tensor& input, bool one_d,
-                          const std::function<std::vector<Tensor>(const Tensor&)>& f);
+// The spatial sizes of `t` [N, C, <spatial dims>] as three values, leading 1s for fewer dims.
+struct Extent {
+  int64_t size[kMaxSpatial];
+  int64_t numel() const { return size[0] * size[1] * size[2]; }
+};
+Extent extent(const Tensor& t);
+// The first two dims' product: the number of planes.
+int64_t planes(const Tensor& t);
+
+// Runs f on a batched view of `input` with `spatial` spatial dims ([C, ...] gains a batch dim;
+// spatial 1: [N, C, L] / [C, L] gain H = 1, for the 2-d entries) and gives each output back in
+// the input's rank.
+std::vector<Tensor> as_batched(const char* op, const Tensor& input, int spatial,
+                               const std::function<std::vector<Tensor>(const Tensor&)>& f);
+
+// Max pooling's gradient pair (pool_max_scatter.cpp), over flat per-plane indices:
+// scatter_planes adds grad [N, C, <out>] at `indices` into zeros of input_sizes; gather_planes
+// reads x [N, C, <in>] at them.
+Tensor scatter_planes(const Tensor& grad, const Tensor& indices, const SymShape& input_sizes);
+Tensor gather_planes(const Tensor& x, const Tensor& indices);
 
 }  // namespace kiln::pool

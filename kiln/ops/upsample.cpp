@@ -175,14 +175,14 @@ std::vector<OpErrorSample> upsample_error_samples(const Attrs& a, const Attrs& e
 }  // namespace
 
 Tensor upsample_nearest2d(const Tensor& input, IntArrayRef output_size) {
-  return pool::as_4d("upsample_nearest2d", input, false, [&](const Tensor& x) {
+  return pool::as_batched("upsample_nearest2d", input, 2, [&](const Tensor& x) {
     return std::vector<Tensor>{
         pool::call_separable("upsample_nearest2d", x, {output_size.vec(), kNone, kNone})};
   })[0];
 }
 
 Tensor upsample_bilinear2d(const Tensor& input, IntArrayRef output_size, bool align_corners) {
-  return pool::as_4d("upsample_bilinear2d", input, false, [&](const Tensor& x) {
+  return pool::as_batched("upsample_bilinear2d", input, 2, [&](const Tensor& x) {
     return std::vector<Tensor>{pool::call_separable(
         "upsample_bilinear2d", x, {output_size.vec(), align_corners, kNone, kNone})};
   })[0];

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "kiln/nn/functional/unpool.h"
 #include "kiln/ops/conv.h"
 #include "kiln/ops/ops.h"
 
@@ -28,8 +29,11 @@ std::tuple<Tensor, Tensor> MaxPoolNdImpl<D>::forward_with_indices(const Tensor& 
   if constexpr (D == 1) {
     return max_pool1d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
                                    o.ceil_mode());
-  } else {
+  } else if constexpr (D == 2) {
     return max_pool2d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
+                                   o.ceil_mode());
+  } else {
+    return max_pool3d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
                                    o.ceil_mode());
   }
 }
@@ -50,8 +54,11 @@ Tensor AvgPoolNdImpl<D>::forward(const Tensor& input) const {
   if constexpr (D == 1) {
     return avg_pool1d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
                       o.count_include_pad());
-  } else {
+  } else if constexpr (D == 2) {
     return avg_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
+                      o.count_include_pad(), o.divisor_override());
+  } else {
+    return avg_pool3d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
                       o.count_include_pad(), o.divisor_override());
   }
 }
@@ -71,8 +78,10 @@ Tensor AdaptivePoolNdImpl<D, Max>::forward(const Tensor& input) const {
     return std::get<0>(forward_with_indices(input));
   } else if constexpr (D == 1) {
     return adaptive_avg_pool1d(input, options.output_size());
-  } else {
+  } else if constexpr (D == 2) {
     return adaptive_avg_pool2d(input, options.output_size());
+  } else {
+    return adaptive_avg_pool3d(input, options.output_size());
   }
 }
 
@@ -80,7 +89,8 @@ template <size_t D, bool Max>
 std::tuple<Tensor, Tensor> AdaptivePoolNdImpl<D, Max>::forward_with_indices(
     const Tensor& input) const requires Max {
   if constexpr (D == 1) return adaptive_max_pool1d(input, options.output_size());
-  return adaptive_max_pool2d(input, options.output_size());
+  if constexpr (D == 2) return adaptive_max_pool2d(input, options.output_size());
+  return adaptive_max_pool3d(input, options.output_size());
 }
 
 template <size_t D, bool Max>
@@ -92,12 +102,43 @@ void AdaptivePoolNdImpl<D, Max>::pretty_print(std::ostream& stream) const {
 
 template class MaxPoolNdImpl<1>;
 template class MaxPoolNdImpl<2>;
+template class MaxPoolNdImpl<3>;
 template class AvgPoolNdImpl<1>;
 template class AvgPoolNdImpl<2>;
+template class AvgPoolNdImpl<3>;
 template class AdaptivePoolNdImpl<1, false>;
 template class AdaptivePoolNdImpl<2, false>;
+template class AdaptivePoolNdImpl<3, false>;
 template class AdaptivePoolNdImpl<1, true>;
 template class AdaptivePoolNdImpl<2, true>;
+template class AdaptivePoolNdImpl<3, true>;
+
+template <size_t D>
+Tensor MaxUnpoolNdImpl<D>::forward(const Tensor& input, const Tensor& indices,
+                                   const std::optional<std::vector<int64_t>>& output_size) const {
+  functional::MaxUnpoolFuncOptions<D> o(options.kernel_size());
+  o.stride(options.stride()).padding(options.padding()).output_size(output_size);
+  if constexpr (D == 1) {
+    return functional::max_unpool1d(input, indices, o);
+  } else if constexpr (D == 2) {
+    return functional::max_unpool2d(input, indices, o);
+  } else {
+    return functional::max_unpool3d(input, indices, o);
+  }
+}
+
+template <size_t D>
+void MaxUnpoolNdImpl<D>::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::MaxUnpool" << D << "d(";
+  print_list(stream, "kernel_size", options.kernel_size());
+  print_list(stream, ", stride", options.stride());
+  print_list(stream, ", padding", options.padding());
+  stream << ")";
+}
+
+template class MaxUnpoolNdImpl<1>;
+template class MaxUnpoolNdImpl<2>;
+template class MaxUnpoolNdImpl<3>;
 
 Tensor UpsampleImpl::forward(const Tensor& input) const {
   return interpolate(input, options.size(), options.scale_factor(), options.mode(),

@@ -33,8 +33,13 @@ class MaxPool2dImpl : public MaxPoolNdImpl<2> {
   KILN_MODULE_CLONE(MaxPool2dImpl)
   using MaxPoolNdImpl::MaxPoolNdImpl;
 };
+class MaxPool3dImpl : public MaxPoolNdImpl<3> {
+  KILN_MODULE_CLONE(MaxPool3dImpl)
+  using MaxPoolNdImpl::MaxPoolNdImpl;
+};
 KILN_MODULE(MaxPool1d);
 KILN_MODULE(MaxPool2d);
+KILN_MODULE(MaxPool3d);
 
 template <size_t D>
 class AvgPoolNdImpl : public Module {
@@ -54,8 +59,13 @@ class AvgPool2dImpl : public AvgPoolNdImpl<2> {
   KILN_MODULE_CLONE(AvgPool2dImpl)
   using AvgPoolNdImpl::AvgPoolNdImpl;
 };
+class AvgPool3dImpl : public AvgPoolNdImpl<3> {
+  KILN_MODULE_CLONE(AvgPool3dImpl)
+  using AvgPoolNdImpl::AvgPoolNdImpl;
+};
 KILN_MODULE(AvgPool1d);
 KILN_MODULE(AvgPool2d);
+KILN_MODULE(AvgPool3d);
 
 // Adaptive pools take the output size; Max variants can also return the argmax indices.
 template <size_t D, bool Max>
@@ -77,6 +87,10 @@ class AdaptiveAvgPool2dImpl : public AdaptivePoolNdImpl<2, false> {
   KILN_MODULE_CLONE(AdaptiveAvgPool2dImpl)
   using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
 };
+class AdaptiveAvgPool3dImpl : public AdaptivePoolNdImpl<3, false> {
+  KILN_MODULE_CLONE(AdaptiveAvgPool3dImpl)
+  using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
+};
 class AdaptiveMaxPool1dImpl : public AdaptivePoolNdImpl<1, true> {
   KILN_MODULE_CLONE(AdaptiveMaxPool1dImpl)
   using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
@@ -85,10 +99,45 @@ class AdaptiveMaxPool2dImpl : public AdaptivePoolNdImpl<2, true> {
   KILN_MODULE_CLONE(AdaptiveMaxPool2dImpl)
   using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
 };
+class AdaptiveMaxPool3dImpl : public AdaptivePoolNdImpl<3, true> {
+  KILN_MODULE_CLONE(AdaptiveMaxPool3dImpl)
+  using AdaptivePoolNdImpl::AdaptivePoolNdImpl;
+};
 KILN_MODULE(AdaptiveAvgPool1d);
 KILN_MODULE(AdaptiveAvgPool2d);
+KILN_MODULE(AdaptiveAvgPool3d);
 KILN_MODULE(AdaptiveMaxPool1d);
 KILN_MODULE(AdaptiveMaxPool2d);
+KILN_MODULE(AdaptiveMaxPool3d);
+
+// Max unpooling: forward(input, indices) inverts MaxPoolNd's forward_with_indices; output_size
+// (D values, or N, C and D values) picks among the sizes that pool to the input's.
+template <size_t D>
+class MaxUnpoolNdImpl : public Module {
+ public:
+  explicit MaxUnpoolNdImpl(const MaxUnpoolOptions<D>& options) : options(options) {}
+  explicit MaxUnpoolNdImpl(ExpandingArray<D> kernel_size)  // MaxUnpool2d(2)
+      : MaxUnpoolNdImpl(MaxUnpoolOptions<D>(kernel_size)) {}
+  Tensor forward(const Tensor& input, const Tensor& indices,
+                 const std::optional<std::vector<int64_t>>& output_size = std::nullopt) const;
+  void pretty_print(std::ostream& stream) const override;
+  MaxUnpoolOptions<D> options;
+};
+class MaxUnpool1dImpl : public MaxUnpoolNdImpl<1> {
+  KILN_MODULE_CLONE(MaxUnpool1dImpl)
+  using MaxUnpoolNdImpl::MaxUnpoolNdImpl;
+};
+class MaxUnpool2dImpl : public MaxUnpoolNdImpl<2> {
+  KILN_MODULE_CLONE(MaxUnpool2dImpl)
+  using MaxUnpoolNdImpl::MaxUnpoolNdImpl;
+};
+class MaxUnpool3dImpl : public MaxUnpoolNdImpl<3> {
+  KILN_MODULE_CLONE(MaxUnpool3dImpl)
+  using MaxUnpoolNdImpl::MaxUnpoolNdImpl;
+};
+KILN_MODULE(MaxUnpool1d);
+KILN_MODULE(MaxUnpool2d);
+KILN_MODULE(MaxUnpool3d);
 
 struct UpsampleOptions {
   KILN_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;

@@ -54,6 +54,9 @@ KILN_MODE_TAG(kReflect, "reflect");
 KILN_MODE_TAG(kReplicate, "replicate");
 KILN_MODE_TAG(kCircular, "circular");
 KILN_MODE_TAG(kZeros, "zeros");
+// grid_sample's padding_mode (with kZeros)
+KILN_MODE_TAG(kBorder, "border");
+KILN_MODE_TAG(kReflection, "reflection");
 #undef KILN_MODE_TAG
 
 namespace enumtype {
