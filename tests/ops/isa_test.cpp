@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "kiln/backend/cpu/cpu_capability.h"
+#include "kiln/backend/cpu/small_gemm.h"
 #include "kiln/kiln.h"
 
 namespace kiln {
@@ -169,6 +171,34 @@ TEST_F(IsaLevel, ReductionsAndSoftmaxAgreeAtEveryLevel) {
     const Tensor m = x.amax({1});
     EXPECT_EQ(m.data_ptr<float>()[0], 0.f);
     EXPECT_TRUE(std::isnan(m.data_ptr<float>()[1])) << cpu::to_string(l);
+  }
+}
+
+// The register-blocked float32 kernel (small_gemm.h), called directly (matmul takes it only where
+// OpenBLAS lacks vector kernels): every block shape and the column tail, a strided A, alpha and
+// beta, against a double-precision loop, at every level.
+TEST_F(IsaLevel, SmallGemmMatchesADoubleLoopAtEveryLevel) {
+  for (auto [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {7, 37, 5}, {9, 64, 33}, {4, 15, 70}}) {
+    const Tensor a = randn({k, m}).t();  // A(i, p) at a[i + p * m]: column-major
+    const Tensor b = randn({k, n});
+    const Tensor c0 = randn({m, n});
+    const Tensor expected = (a.to(kFloat64).matmul(b.to(kFloat64)) * 0.5 + c0.to(kFloat64) * 2);
+    for (CpuCapability l : supported_levels()) {
+      cpu::set_cpu_capability(l);
+      Tensor c = c0.clone();
+      const cpu::SmallGemm g{m, n, k, a.data_ptr<float>(), a.stride(0), a.stride(1),
+                             b.data_ptr<float>(), n, c.data_ptr<float>(), n, 0.5f, 2.0f};
+      cpu::small_sgemm_rows(g, 0, m);
+      EXPECT_TRUE(c.to(kFloat64).allclose(expected, 1e-5, 1e-5))
+          << cpu::to_string(l) << " m=" << m << " n=" << n << " k=" << k;
+      // beta 0 ignores C, NaN included.
+      Tensor nan_c = full({m, n}, std::numeric_limits<float>::quiet_NaN());
+      const cpu::SmallGemm g0{m, n, k, a.data_ptr<float>(), a.stride(0), a.stride(1),
+                              b.data_ptr<float>(), n, nan_c.data_ptr<float>(), n, 1.0f, 0.0f};
+      cpu::small_sgemm_rows(g0, 0, m);
+      EXPECT_TRUE(nan_c.to(kFloat64).allclose(a.to(kFloat64).matmul(b.to(kFloat64)), 1e-5, 1e-5))
+          << cpu::to_string(l);
+    }
   }
 }
 

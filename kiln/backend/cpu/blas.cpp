@@ -12,6 +12,7 @@
 #include "kiln/backend/cpu/dnnl_matmul.h"
 #include "kiln/backend/cpu/loops.h"
 #include "kiln/backend/cpu/parallel.h"
+#include "kiln/backend/cpu/small_gemm.h"
 #include "kiln/core/error.h"
 
 namespace kiln::cpu {
@@ -220,6 +221,36 @@ bool openblas_has_vector_core() {
   return known;
 }
 
+// float32 with B's rows contiguous on the register-blocked kernel of small_gemm.h, in tasks of 4
+// rows of one matrix.
+void small_float_gemm(const GemmArgs& g) {
+  constexpr int64_t kRows = 4;
+  const int64_t blocks = (g.m + kRows - 1) / kRows;
+  const float* a = static_cast<const float*>(g.a.data);
+  const float* b = static_cast<const float*>(g.b.data);
+  float* c = static_cast<float*>(g.c);
+  parallel_for(0, g.batch * blocks,
+               std::max<int64_t>(1, kSingleThreadedGemmWork / (kRows * g.n * g.k)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t t = begin; t < end; ++t) {
+                   const int64_t bi = t / blocks, row = (t % blocks) * kRows;
+                   const SmallGemm one{g.m,
+                                       g.n,
+                                       g.k,
+                                       a + bi * g.a.batch_stride,
+                                       g.a.row_stride,
+                                       g.a.col_stride,
+                                       b + bi * g.b.batch_stride,
+                                       g.b.row_stride,
+                                       c + bi * g.c_batch_stride,
+                                       g.ldc,
+                                       static_cast<float>(g.alpha),
+                                       static_cast<float>(g.beta)};
+                   small_sgemm_rows(one, row, std::min(g.m, row + kRows));
+                 }
+               });
+}
+
 // Products of at most this many multiply-adds per matrix skip BLAS/oneDNN: the call (and, for
 // 16-bit floats, the conversions) cost more than the arithmetic.
 constexpr int64_t kTinyGemmWork = 32;
@@ -232,12 +263,15 @@ void dispatch_gemm(const GemmArgs& g) {
   } else if (g.m * g.n * g.k <= kTinyGemmWork) {
     loop_gemm<T>(g);
   } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    // Below about 128^3 multiply-adds, waking oneDNN's threads costs more (80 us for a 32 x 32
-    // product) than even the generic kernels' arithmetic.
+    // Where OpenBLAS has only generic kernels, float32 goes to oneDNN from about 128^3
+    // multiply-adds; below that, waking oneDNN's threads costs more (80 us for a 32 x 32
+    // product) than the arithmetic, and Kiln's own vector kernel takes it.
     constexpr int64_t kOneDnnMinWork = int64_t{1} << 21;
-    if (std::is_same_v<T, float> && !openblas_has_vector_core() &&
-        g.m * g.n * g.k >= kOneDnnMinWork && onednn::matmul(g))
-      return;
+    if (std::is_same_v<T, float> && !openblas_has_vector_core()) {
+      const bool large = g.m * g.n * g.k >= kOneDnnMinWork;
+      if (large && onednn::matmul(g)) return;
+      if (!large && g.b.col_stride == 1) return small_float_gemm(g);
+    }
     blas_gemm<T>(g);
   } else {
     if (!onednn::matmul(g)) converted_gemm<T>(g);
@@ -301,10 +335,11 @@ void sync_blas_threads() {
 
 std::string f32_gemm_path() {
   const std::string core = openblas_get_corename();
-  if (openblas_has_vector_core() || !onednn::has_matmul(kFloat32))
-    return "OpenBLAS sgemm (" + core + " kernels)";
-  return "oneDNN matmul primitive (OpenBLAS has only its generic " + core +
-         " kernels for this CPU)";
+  if (openblas_has_vector_core()) return "OpenBLAS sgemm (" + core + " kernels)";
+  const std::string large =
+      onednn::has_matmul(kFloat32) ? "oneDNN matmul primitive" : "OpenBLAS sgemm";
+  return "Kiln's vector kernel below 2^21 multiply-adds, " + large +
+         " above (OpenBLAS has only its generic " + core + " kernels for this CPU)";
 }
 
 const char* bf16_gemm_path() {
