@@ -221,34 +221,35 @@ bool openblas_has_vector_core() {
   return known;
 }
 
-// float32 with B's rows contiguous on the register-blocked kernel of small_gemm.h, in tasks of 4
-// rows of one matrix.
+// float32 with B's rows contiguous on the register-blocked kernel of small_gemm.h, in tasks of 8
+// rows of one matrix. Threads share out whole matrices only: one product is under 2^21
+// multiply-adds (at most tens of microseconds), about what waking a sleeping thread costs.
 void small_float_gemm(const GemmArgs& g) {
-  constexpr int64_t kRows = 4;
+  constexpr int64_t kRows = 8;
   const int64_t blocks = (g.m + kRows - 1) / kRows;
   const float* a = static_cast<const float*>(g.a.data);
   const float* b = static_cast<const float*>(g.b.data);
   float* c = static_cast<float*>(g.c);
-  parallel_for(0, g.batch * blocks,
-               std::max<int64_t>(1, kSingleThreadedGemmWork / (kRows * g.n * g.k)),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t t = begin; t < end; ++t) {
-                   const int64_t bi = t / blocks, row = (t % blocks) * kRows;
-                   const SmallGemm one{g.m,
-                                       g.n,
-                                       g.k,
-                                       a + bi * g.a.batch_stride,
-                                       g.a.row_stride,
-                                       g.a.col_stride,
-                                       b + bi * g.b.batch_stride,
-                                       g.b.row_stride,
-                                       c + bi * g.c_batch_stride,
-                                       g.ldc,
-                                       static_cast<float>(g.alpha),
-                                       static_cast<float>(g.beta)};
-                   small_sgemm_rows(one, row, std::min(g.m, row + kRows));
-                 }
-               });
+  const int64_t matrices_per_task =
+      std::max<int64_t>(1, kSingleThreadedGemmWork / (g.m * g.n * g.k));
+  parallel_for(0, g.batch * blocks, blocks * matrices_per_task, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t bi = t / blocks, row = (t % blocks) * kRows;
+      const SmallGemm one{g.m,
+                          g.n,
+                          g.k,
+                          a + bi * g.a.batch_stride,
+                          g.a.row_stride,
+                          g.a.col_stride,
+                          b + bi * g.b.batch_stride,
+                          g.b.row_stride,
+                          c + bi * g.c_batch_stride,
+                          g.ldc,
+                          static_cast<float>(g.alpha),
+                          static_cast<float>(g.beta)};
+      small_sgemm_rows(one, row, std::min(g.m, row + kRows));
+    }
+  });
 }
 
 // Products of at most this many multiply-adds per matrix skip BLAS/oneDNN: the call (and, for

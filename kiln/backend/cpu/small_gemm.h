@@ -1,7 +1,7 @@
 #pragma once
 // float32 products small enough (m n k < 2^21) that a BLAS library's packing and threading do not
 // pay off, for CPUs where OpenBLAS has only its generic kernels (blas.cpp): the k loop innermost
-// over register blocks of 4 rows of C by 2 vectors, one pass over A and B with no copies. B's and
+// over register blocks of 8 rows of C (4 with AVX2) by 2 vectors, one pass over A and B with no copies. B's and
 // C's rows must be contiguous; A may have any strides. Written once over the vectors of Note
 // [ISA dispatch] and compiled per level.
 #include <cstdint>
