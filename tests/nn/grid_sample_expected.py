@@ -5,27 +5,16 @@
 # 1.6 * sin(0.9 k + 0.3) as [1, 2, 3, 2] (points inside and outside [-1, 1]). Gradients are those
 # of sum(y * weights(y)), weights(t)[k] = sin(0.7 k + 1), with respect to the input and the grid.
 import math
+import sys
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixture_values import emit, formula, scrambled, weights  # noqa: E402
+
 torch.set_default_dtype(torch.float64)
-
-
-def formula(shape, f):
-    return torch.tensor([f(k) for k in range(math.prod(shape))]).view(shape)
-
-
-def scrambled(shape):
-    return formula(shape, lambda k: ((37 * k) % 97 - 48) / 8)
-
-
-def weights(t):
-    return formula(t.shape, lambda k: math.sin(0.7 * k + 1))
-
-
-def emit(name, t):
-    flat = ", ".join(repr(float(v)) for v in t.flatten().tolist())
-    print(f"inline const std::vector<double> {name} = {{{flat}}};")
 
 
 def case(name, mode, padding_mode, align_corners):

@@ -3,26 +3,16 @@
 #   /opt/ref/bin/python tests/nn/pool3d_expected.py > tests/nn/pool3d_expected.h
 # The input is scrambled([1, 2, 3, 4, 4]): ((37 k) % 97 - 48) / 8, all values distinct. Gradients
 # are those of sum(y * weights(y)), weights(t)[k] = sin(0.7 k + 1).
-import math
+import sys
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixture_values import emit, scrambled, weights  # noqa: E402
+
 torch.set_default_dtype(torch.float64)
-
-
-def scrambled(shape):
-    n = math.prod(shape)
-    return torch.tensor([((37 * k) % 97 - 48) / 8 for k in range(n)]).view(shape)
-
-
-def weights(t):
-    return torch.tensor([math.sin(0.7 * k + 1) for k in range(t.numel())]).view(t.shape)
-
-
-def emit(name, t):
-    flat = ", ".join(repr(float(v)) if t.is_floating_point() else str(int(v))
-                     for v in t.flatten().tolist())
-    print(f"inline const std::vector<double> {name} = {{{flat}}};")
 
 
 def case(name, f):

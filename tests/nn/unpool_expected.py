@@ -4,25 +4,16 @@
 # Each case max-pools scrambled(shape) = ((37 k) % 97 - 48) / 8 with return_indices, unpools the
 # (detached) values with the indices and records the output and the gradient of
 # sum(out * weights(out)), weights(t)[k] = sin(0.7 k + 1), with respect to the pooled values.
-import math
+import sys
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixture_values import emit, scrambled, weights  # noqa: E402
+
 torch.set_default_dtype(torch.float64)
-
-
-def scrambled(shape):
-    n = math.prod(shape)
-    return torch.tensor([((37 * k) % 97 - 48) / 8 for k in range(n)]).view(shape)
-
-
-def weights(t):
-    return torch.tensor([math.sin(0.7 * k + 1) for k in range(t.numel())]).view(t.shape)
-
-
-def emit(name, t):
-    flat = ", ".join(repr(float(v)) for v in t.flatten().tolist())
-    print(f"inline const std::vector<double> {name} = {{{flat}}};")
 
 
 def case(name, shape, pool, unpool):
