@@ -11,6 +11,13 @@ namespace {
 thread_local bool t_grad_enabled = true;
 thread_local std::vector<std::shared_ptr<DispatchMode>> t_modes;
 thread_local size_t t_mode_depth = 0;  // modes [0, depth) are active
+// What each live ModeGuard replaced, innermost last. A guard made inside a mode's handle() sees
+// the stack cut below that mode; the modes above the cut must come back when the guard ends.
+struct ModeStackState {
+  std::vector<std::shared_ptr<DispatchMode>> modes;
+  size_t depth;
+};
+thread_local std::vector<ModeStackState> t_saved_mode_stacks;
 AutogradHook g_autograd_hook = nullptr;
 
 bool requires_grad(const Tensor& t) {
@@ -141,13 +148,16 @@ bool GradMode::is_enabled() { return t_grad_enabled; }
 void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
 
 ModeGuard::ModeGuard(std::shared_ptr<DispatchMode> mode) {
+  t_saved_mode_stacks.push_back({t_modes, t_mode_depth});
   t_modes.resize(t_mode_depth);
   t_modes.push_back(std::move(mode));
   t_mode_depth = t_modes.size();
 }
 ModeGuard::~ModeGuard() {
-  t_modes.pop_back();
-  t_mode_depth = t_modes.size();
+  ModeStackState& saved = t_saved_mode_stacks.back();
+  t_modes = std::move(saved.modes);
+  t_mode_depth = saved.depth;
+  t_saved_mode_stacks.pop_back();
 }
 
 void set_autograd_hook(AutogradHook hook) { g_autograd_hook = hook; }

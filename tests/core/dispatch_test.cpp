@@ -52,6 +52,41 @@ TEST(Dispatch, ModesNestAndUnwind) {
   EXPECT_FALSE(zeros({2}).is_meta());
 }
 
+// A mode whose handle() enters another mode for the ops it runs (as function transforms nest
+// modes): the inner guard must not drop the running mode or the modes above it.
+class NestingMode final : public DispatchMode {
+ public:
+  std::vector<Tensor> handle(const OpDef& op, const std::vector<Tensor>& inputs,
+                             const Attrs& attrs) override {
+    ++calls;
+    ModeGuard inner(recorder);
+    return call_op(op, inputs, attrs);
+  }
+  int calls = 0;
+  std::shared_ptr<RecordingMode> recorder = std::make_shared<RecordingMode>();
+};
+
+TEST(Dispatch, AGuardInsideAModeKeepsTheStack) {
+  auto outer = std::make_shared<RecordingMode>();
+  auto nesting = std::make_shared<NestingMode>();
+  {
+    ModeGuard g1(outer);
+    ModeGuard g2(nesting);
+    Tensor y = ones({3}) * 2.0;
+    Tensor z = y + 1.0;  // after the inner guard of the first ops ended: still nesting's
+    EXPECT_EQ(z.sum().item<float>(), 9.0f);
+  }
+  // ones, mul, add, sum and the wrapped numbers' tensors: every op went through the nesting
+  // mode, its inner recorder and, below them, the outer mode, once each.
+  const auto n = static_cast<size_t>(nesting->calls);
+  EXPECT_GE(n, 4u);
+  EXPECT_EQ(nesting->recorder->ops().size(), n);
+  EXPECT_EQ(outer->ops().size(), n);
+  Tensor plain = ones({2});  // every guard gone: no mode sees it
+  EXPECT_EQ(outer->ops().size(), n);
+  EXPECT_EQ(static_cast<size_t>(nesting->calls), n);
+}
+
 TEST(Dispatch, AutogradRecordsThroughTheSamePath) {
   auto rec = std::make_shared<RecordingMode>();
   Tensor x = ones({2}, requires_grad());
