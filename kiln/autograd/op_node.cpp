@@ -151,7 +151,10 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
 }
 
 struct InstallHook {
-  InstallHook() { set_autograd_hook(&autograd_dispatch); }
+  InstallHook() {
+    set_autograd_hook(&autograd_dispatch);
+    set_node_name_fn([](const Node& node) { return node.name(); });
+  }
 } install_hook;
 
 }  // namespace

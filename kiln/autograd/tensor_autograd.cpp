@@ -5,6 +5,7 @@
 #include "kiln/core/error.h"
 #include "kiln/core/tensor.h"
 #include "kiln/ops/ops.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln {
 namespace {
@@ -74,9 +75,9 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph,
 }
 
 Tensor Tensor::detach() const {
-  const TensorImpl& i = *checked();
-  return Tensor(std::make_shared<TensorImpl>(i.storage(), i.dtype(), i.sym_sizes(), i.sym_strides(),
-                                             i.sym_storage_offset()));
+  static const OpDef& op = get_op("detach");
+  checked();
+  return call_op1(op, {*this}, {});
 }
 
 void Tensor::set_data(const Tensor& new_data) const {

@@ -1,5 +1,6 @@
 #include "kiln/core/dispatch.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "kiln/core/autograd_meta.h"
@@ -113,10 +114,20 @@ bool any_meta(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+bool is_symbolic(const TensorSpec& s) {
+  auto symbolic = [](const SymInt& v) { return v.is_symbolic(); };
+  return std::any_of(s.sizes.begin(), s.sizes.end(), symbolic) ||
+         std::any_of(s.strides.begin(), s.strides.end(), symbolic) ||
+         s.storage_offset.is_symbolic();
+}
+
+// Outputs with symbolic sizes (a factory given symbolic sizes, under a trace) are meta tensors
+// whatever `meta` says: allocating them would specialise their sizes to the hints.
 std::vector<Tensor> make_outputs(const OpDef& op, const std::vector<Tensor>& inputs,
                                  const Attrs& attrs, bool meta) {
   KILN_CHECK(op.meta_, op.name, ": the op has no meta function");
   std::vector<TensorSpec> specs = op.meta_(inputs, attrs);
+  meta = meta || std::any_of(specs.begin(), specs.end(), is_symbolic);
   std::vector<Tensor> outs;
   outs.reserve(specs.size());
   for (auto& s : specs) outs.push_back(make_output(std::move(s), inputs, meta));
@@ -132,6 +143,7 @@ std::vector<Tensor> run_eager(const OpDef& op, const std::vector<Tensor>& inputs
     kernel(inputs, outs, attrs);
   } else {
     outs = make_outputs(op, inputs, attrs, /*meta=*/false);
+    if (any_meta(outs)) return outs;
     if (kernel) {
       kernel(inputs, outs, attrs);
     } else {

@@ -41,6 +41,13 @@ class OutOfMemoryError : public Error {
   using Error::Error;
 };
 
+// A read of the values of a traced tensor (item(), data_ptr(), printing) while kiln::compile
+// captures a function: the tracer catches it and runs that function eagerly instead.
+class DataDependentError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <class... Args>
 std::string str_cat(const Args&... args) {

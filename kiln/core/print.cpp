@@ -8,9 +8,18 @@
 #include <sstream>
 #include <vector>
 
-#include "kiln/autograd/node.h"
+#include "kiln/core/autograd_meta.h"
 
 namespace kiln {
+
+namespace {
+NodeNameFn g_node_name = nullptr;
+}  // namespace
+void set_node_name_fn(NodeNameFn fn) { g_node_name = fn; }
+std::string node_name(const autograd::Node& node) {
+  return g_node_name ? g_node_name(node) : "Node";
+}
+
 namespace {
 
 std::mutex g_options_mu;
@@ -253,6 +262,12 @@ PrintOptions get_printoptions() {
   return g_options;
 }
 
+void detail::throw_traced_print() {
+  throw DataDependentError(
+      "print: the tensor is a traced value, whose elements the trace does not have (see "
+      "docs/compile.md)");
+}
+
 std::string repr(const Tensor& tensor) {
   if (!tensor.defined()) return "[ Tensor (undefined) ]";
   if (tensor.layout() == Layout::SparseCsr) {
@@ -270,6 +285,7 @@ std::string repr(const Tensor& tensor) {
 
   const ScalarType dt = tensor.dtype();
   std::string body;
+  if (tensor.impl()->is_traced()) detail::throw_traced_print();
   if (tensor.is_meta()) {
     suffixes.push_back("size=" + size_tuple(tensor));
     if (dt != get_default_dtype()) suffixes.push_back("dtype=" + dtype_str(dt));
@@ -286,7 +302,7 @@ std::string repr(const Tensor& tensor) {
   }
 
   if (const auto& fn = tensor.grad_fn()) {
-    suffixes.push_back("grad_fn=<" + fn->name() + ">");
+    suffixes.push_back("grad_fn=<" + node_name(*fn) + ">");
   } else if (tensor.requires_grad()) {
     suffixes.push_back("requires_grad=True");
   }

@@ -30,6 +30,11 @@ PrintOptions get_printoptions();
 // PyTorch's Python repr: "tensor([1.5000, 2.0000], requires_grad=True)".
 std::string repr(const Tensor& t);
 
+namespace detail {
+// Both printers refuse a traced tensor (kiln::compile's capture has no values) with this error.
+[[noreturn]] void throw_traced_print();
+}  // namespace detail
+
 // libtorch's C++ format, what operator<< writes; values wider than `linesize` characters per
 // row are split into "Columns a to b" blocks.
 std::ostream& print(std::ostream& os, const Tensor& t, int64_t linesize = 80);

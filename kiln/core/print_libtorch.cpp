@@ -8,7 +8,7 @@
 #include <ostream>
 #include <vector>
 
-#include "kiln/autograd/grad_mode.h"
+#include "kiln/core/grad_mode.h"
 #include "kiln/core/print.h"
 
 namespace kiln {
@@ -161,6 +161,7 @@ std::ostream& print(std::ostream& os, const Tensor& t, int64_t linesize) {
        << t.sizes() << "\n]";
     return os;
   }
+  if (t.impl()->is_traced()) detail::throw_traced_print();
   if (!t.is_meta() && t.numel() > 0) {
     NoGradGuard no_grad;
     const Tensor host = t.detach().cpu().to(kFloat64).contiguous();

@@ -117,20 +117,62 @@ int64_t floordiv_int(int64_t a, int64_t b) {
 }
 int64_t mod_int(int64_t a, int64_t b) { return a - floordiv_int(a, b) * b; }
 
-int64_t eval_atom(const SymAtom& atom) {
+// Symbol values: the given ones, or the hints when `values` is null.
+int64_t value_of(const SymInt& s, const std::span<const int64_t>* values);
+
+int64_t eval_atom(const SymAtom& atom, const std::span<const int64_t>* values) {
   switch (atom.kind) {
     case SymAtom::Kind::Symbol:
-      return atom.env->hint(atom.id);
+      if (!values) return atom.env->hint(atom.id);
+      KILN_CHECK(static_cast<size_t>(atom.id) < values->size(), "SymInt: no value for symbol ",
+                 atom.key, " (", values->size(), " values given)");
+      return (*values)[atom.id];
     case SymAtom::Kind::FloorDiv:
-      return floordiv_int(atom.a.hint(), atom.b.hint());
+      return floordiv_int(value_of(atom.a, values), value_of(atom.b, values));
     case SymAtom::Kind::Mod:
-      return mod_int(atom.a.hint(), atom.b.hint());
+      return mod_int(value_of(atom.a, values), value_of(atom.b, values));
     case SymAtom::Kind::Min:
-      return std::min(atom.a.hint(), atom.b.hint());
+      return std::min(value_of(atom.a, values), value_of(atom.b, values));
     case SymAtom::Kind::Max:
-      return std::max(atom.a.hint(), atom.b.hint());
+      return std::max(value_of(atom.a, values), value_of(atom.b, values));
   }
   return 0;
+}
+
+int64_t value_of(const SymInt& s, const std::span<const int64_t>* values) {
+  if (!s.is_symbolic()) return *s.maybe_int();
+  int64_t total = 0;
+  for (const auto& t : s.node()->terms) {
+    int64_t p = t.coeff;
+    for (const auto& a : t.atoms) p = checked_mul(p, eval_atom(*a, values));
+    total = checked_add(total, p);
+  }
+  return total;
+}
+
+// The interval an expression's value lies in, from its symbols' ranges, when every atom is a
+// symbol (opaque atoms give nullopt). Wide arithmetic: a range's max may be INT64_MAX.
+struct Interval {
+  __int128 lo, hi;
+};
+std::optional<Interval> bounds(const SymInt& s) {
+  constexpr __int128 kCap = static_cast<__int128>(1) << 100;
+  auto clamp = [&](__int128 v) { return std::max(-kCap, std::min(kCap, v)); };
+  if (!s.is_symbolic()) return Interval{*s.maybe_int(), *s.maybe_int()};
+  Interval total{0, 0};
+  for (const auto& t : s.node()->terms) {
+    __int128 lo = 1, hi = 1;
+    for (const auto& a : t.atoms) {
+      if (a->kind != SymAtom::Kind::Symbol) return std::nullopt;
+      const SymbolRange& r = a->env->range(a->id);
+      lo = clamp(lo * r.min);
+      hi = clamp(hi * r.max);
+    }
+    const __int128 x = clamp(lo * t.coeff), y = clamp(hi * t.coeff);
+    total.lo = clamp(total.lo + std::min(x, y));
+    total.hi = clamp(total.hi + std::max(x, y));
+  }
+  return total;
 }
 
 // a / b exactly, when b is a single term dividing every term of a.
@@ -157,15 +199,10 @@ std::optional<SymInt> exact_quotient(const SymInt& a, const SymInt& b) {
 
 SymInt::SymInt(std::shared_ptr<const SymNode> node) : node_(std::move(node)) {}
 
-int64_t SymInt::hint() const {
-  if (!node_) return v_;
-  int64_t total = 0;
-  for (const auto& t : node_->terms) {
-    int64_t p = t.coeff;
-    for (const auto& a : t.atoms) p = checked_mul(p, eval_atom(*a));
-    total = checked_add(total, p);
-  }
-  return total;
+int64_t SymInt::hint() const { return node_ ? value_of(*this, nullptr) : v_; }
+
+int64_t SymInt::evaluate(std::span<const int64_t> symbol_values) const {
+  return node_ ? value_of(*this, &symbol_values) : v_;
 }
 
 std::optional<int64_t> SymInt::maybe_int() const {
@@ -177,7 +214,8 @@ ShapeEnv* SymInt::env() const { return node_ ? node_->env : nullptr; }
 
 int64_t SymInt::guard_slow() const {
   int64_t v = hint();
-  if (node_->env) node_->env->add_guard(str() + " == " + std::to_string(v));
+  if (ShapeEnv* env = node_->env)
+    env->add_guard({*this, SymInt(v), ShapeGuard::Rel::Eq, env->origin()});
   return v;
 }
 
@@ -265,22 +303,51 @@ SymInt SymInt::max(const SymInt& a, const SymInt& b) {
 bool SymInt::compare_slow(const SymInt& a, const SymInt& b, Cmp c) {
   SymInt diff = a - b;
   if (auto d = diff.maybe_int()) return c == Cmp::Eq ? *d == 0 : *d < 0;
+  if (auto r = bounds(diff)) {  // decided by the symbols' ranges: no guard
+    if (c == Cmp::Eq && (r->lo > 0 || r->hi < 0)) return false;
+    if (c == Cmp::Lt && r->hi < 0) return true;
+    if (c == Cmp::Lt && r->lo >= 0) return false;
+  }
   int64_t h = diff.hint();
   bool result = c == Cmp::Eq ? h == 0 : h < 0;
   if (ShapeEnv* env = env_of(a, b)) {
-    const char* op = c == Cmp::Eq ? (result ? " == " : " != ") : (result ? " < " : " >= ");
-    env->add_guard(a.str() + op + b.str());
+    using Rel = ShapeGuard::Rel;
+    const Rel rel = c == Cmp::Eq ? (result ? Rel::Eq : Rel::Ne) : (result ? Rel::Lt : Rel::Ge);
+    env->add_guard({a, b, rel, env->origin()});
   }
   return result;
 }
 
 std::ostream& operator<<(std::ostream& os, const SymInt& s) { return os << s.str(); }
 
-SymInt ShapeEnv::create_symbol(int64_t hint, std::string name) {
+bool ShapeGuard::holds(std::span<const int64_t> symbol_values) const {
+  const int64_t l = lhs.evaluate(symbol_values), r = rhs.evaluate(symbol_values);
+  switch (rel) {
+    case Rel::Eq:
+      return l == r;
+    case Rel::Ne:
+      return l != r;
+    case Rel::Lt:
+      return l < r;
+    case Rel::Ge:
+      return l >= r;
+  }
+  return false;
+}
+
+std::string ShapeGuard::str() const {
+  static constexpr const char* kOps[] = {" == ", " != ", " < ", " >= "};
+  return lhs.str() + kOps[static_cast<int>(rel)] + rhs.str();
+}
+
+SymInt ShapeEnv::create_symbol(int64_t hint, std::string name, SymbolRange range) {
+  KILN_CHECK(range.contains(hint), "ShapeEnv: symbol ", name, " has the example value ", hint,
+             ", outside its range [", range.min, ", ", range.max, "]");
   int id = static_cast<int>(hints_.size());
   if (name.empty()) name = "s" + std::to_string(id);
   hints_.push_back(hint);
   names_.push_back(name);
+  ranges_.push_back(range);
   auto atom = std::make_shared<SymAtom>();
   atom->kind = SymAtom::Kind::Symbol;
   atom->id = id;
@@ -289,8 +356,35 @@ SymInt ShapeEnv::create_symbol(int64_t hint, std::string name) {
   return atom_value(std::move(atom));
 }
 
-void ShapeEnv::add_guard(const std::string& guard) {
-  if (std::find(guards_.begin(), guards_.end(), guard) == guards_.end()) guards_.push_back(guard);
+void ShapeEnv::add_guard(ShapeGuard guard) {
+  const std::string text = guard.str();
+  for (const auto& g : guards_)
+    if (g.str() == text) return;
+  guards_.push_back(std::move(guard));
+}
+
+bool ShapeEnv::check(std::span<const int64_t> symbol_values, std::string* why) const {
+  KILN_CHECK(symbol_values.size() == hints_.size(), "ShapeEnv::check: expected ", hints_.size(),
+             " symbol values, got ", symbol_values.size());
+  auto values_text = [&] {
+    std::string t;
+    for (size_t i = 0; i < names_.size(); ++i)
+      t += (i ? ", " : "") + names_[i] + " = " + std::to_string(symbol_values[i]);
+    return t;
+  };
+  for (size_t i = 0; i < ranges_.size(); ++i) {
+    if (ranges_[i].contains(symbol_values[i])) continue;
+    if (why)
+      *why = names_[i] + " = " + std::to_string(symbol_values[i]) + " is outside [" +
+             std::to_string(ranges_[i].min) + ", " + std::to_string(ranges_[i].max) + "]";
+    return false;
+  }
+  for (const auto& g : guards_) {
+    if (g.holds(symbol_values)) continue;
+    if (why) *why = g.str() + " (" + values_text() + ")";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace kiln

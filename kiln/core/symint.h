@@ -3,9 +3,11 @@
 // over shape symbols (s0, s0*4, s1+1, s0//2). See Note [Symbolic sizes] in symint.cpp.
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,8 @@ class SymInt {
   int64_t hint() const;
   // The value if it is known without guarding.
   std::optional<int64_t> maybe_int() const;
+  // The value with symbol i taken as symbol_values[i] (a guard check or a compiled call's sizes).
+  int64_t evaluate(std::span<const int64_t> symbol_values) const;
   const std::shared_ptr<const SymNode>& node() const { return node_; }
   std::string str() const;
   // True when both sides are the same expression (no guard, no hints involved).
@@ -130,24 +134,58 @@ std::ostream& operator<<(std::ostream& os, const SymInt& s);
 inline SymInt sym_min(const SymInt& a, const SymInt& b) { return SymInt::min(a, b); }
 inline SymInt sym_max(const SymInt& a, const SymInt& b) { return SymInt::max(a, b); }
 
-// Owns the shape symbols of one trace: their names, hints (example values) and the guards
-// recorded when a symbolic size was specialised or compared. Must outlive its symbols.
+// A relation among sizes that a trace relied on: `lhs rel rhs` over the symbols of one ShapeEnv,
+// with where the trace decided it ("view", an op's meta function; "user code" when the function
+// itself compared or specialised a size). A compiled graph is reused only where all its guards
+// hold.
+struct ShapeGuard {
+  enum class Rel { Eq, Ne, Lt, Ge };
+  SymInt lhs, rhs;
+  Rel rel = Rel::Eq;
+  std::string origin;
+
+  bool holds(std::span<const int64_t> symbol_values) const;
+  std::string str() const;  // "s0 == 8"
+};
+
+// The values a symbol may take: sizes are >= 0; the tracer's symbols are >= 2 (0 and 1
+// specialise, as in PyTorch), and mark_dynamic narrows them further.
+struct SymbolRange {
+  int64_t min = 0;
+  int64_t max = std::numeric_limits<int64_t>::max();
+  bool contains(int64_t v) const { return min <= v && v <= max; }
+};
+
+// Owns the shape symbols of one trace: their names, hints (example values), ranges and the
+// guards recorded when a symbolic size was specialised or compared. Must outlive its symbols.
 class ShapeEnv {
  public:
   ShapeEnv() = default;
   ShapeEnv(const ShapeEnv&) = delete;
   ShapeEnv& operator=(const ShapeEnv&) = delete;
 
-  SymInt create_symbol(int64_t hint, std::string name = "");
+  SymInt create_symbol(int64_t hint, std::string name = "", SymbolRange range = {});
+  int num_symbols() const { return static_cast<int>(hints_.size()); }
   int64_t hint(int symbol_id) const { return hints_.at(symbol_id); }
   const std::string& name(int symbol_id) const { return names_.at(symbol_id); }
-  void add_guard(const std::string& guard);
-  const std::vector<std::string>& guards() const { return guards_; }
+  const SymbolRange& range(int symbol_id) const { return ranges_.at(symbol_id); }
+
+  void add_guard(ShapeGuard guard);
+  const std::vector<ShapeGuard>& guards() const { return guards_; }
+  // Where decisions are being made now (the tracer sets it around each op's meta function).
+  void set_origin(std::string origin) { origin_ = std::move(origin); }
+  const std::string& origin() const { return origin_; }
+
+  // Whether symbol values satisfy every range and guard; on failure, why (the first that fails,
+  // with the values: "s0 == 8 (s0 = 16)").
+  bool check(std::span<const int64_t> symbol_values, std::string* why = nullptr) const;
 
  private:
   std::vector<int64_t> hints_;
   std::vector<std::string> names_;
-  std::vector<std::string> guards_;
+  std::vector<SymbolRange> ranges_;
+  std::vector<ShapeGuard> guards_;
+  std::string origin_ = "user code";
 };
 
 }  // namespace kiln

@@ -42,6 +42,10 @@ SymInt Tensor::sym_stride(int64_t d) const {
 }
 
 void* Tensor::data_ptr() const {
+  if (checked()->is_traced())
+    throw DataDependentError(
+        "data_ptr: the tensor is a traced value, whose data the trace does not have (item(), "
+        "data_ptr() and printing read values; see docs/compile.md)");
   KILN_CHECK(!is_meta(), "data_ptr: a meta tensor has no data");
   return checked()->data();
 }
@@ -57,6 +61,10 @@ KILN_FORALL_SCALAR_TYPES(KILN_INSTANTIATE_DATA_PTR)
 #undef KILN_INSTANTIATE_DATA_PTR
 
 Scalar Tensor::item() const {
+  if (checked()->is_traced())
+    throw DataDependentError(
+        "item: the tensor is a traced value, whose element the trace does not have (a function "
+        "that reads values runs eagerly; see docs/compile.md)");
   KILN_CHECK(numel() == 1, "item: a Tensor with ", numel(),
              " elements cannot be converted to Scalar");
   KILN_CHECK(is_cpu(), "item: only CPU tensors are readable directly; call .cpu() first");

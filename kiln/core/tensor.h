@@ -32,24 +32,26 @@ void check_accessor(const Tensor& t, ScalarType type, size_t dims, const char* w
 }  // namespace detail
 
 // Unary pointwise ops that are also methods and have an in-place form (x.exp(), x.exp_()).
-#define KILN_UNARY_METHOD_OPS(_)                                                                  \
-  _(neg)                                                                                          \
-  _(abs)                                                                                          \
-  _(sign)                                                                                         \
-  _(exp)                                                                                          \
-  _(exp2)                                                                                         \
-  _(expm1) _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan)   \
-      _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu) _(erf) _(erfc) _(erfinv) \
-          _(floor) _(ceil) _(round) _(trunc) _(frac) _(logical_not) _(bitwise_not) _(square)
+#define KILN_UNARY_METHOD_OPS(_)                                                                   \
+  _(neg)                                                                                           \
+  _(abs)                                                                                           \
+  _(sign)                                                                                          \
+  _(exp)                                                                                           \
+  _(exp2)                                                                                          \
+  _(expm1)                                                                                         \
+  _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(asin)     \
+      _(acos) _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu) _(erf) _(erfc) _(erfinv) _(floor) \
+          _(ceil) _(round) _(trunc) _(frac) _(logical_not) _(bitwise_not) _(square)
 
 // Binary pointwise ops that are also methods, with tensor or scalar `other` and in-place forms.
-#define KILN_BINARY_METHOD_OPS(_)                                                                  \
-  _(mul)                                                                                           \
-  _(div)                                                                                           \
-  _(pow)                                                                                           \
-  _(atan2)                                                                                         \
-  _(maximum)                                                                                       \
-  _(minimum) _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) _(logical_and) _(logical_or) \
+#define KILN_BINARY_METHOD_OPS(_)                                                       \
+  _(mul)                                                                                \
+  _(div)                                                                                \
+  _(pow)                                                                                \
+  _(atan2)                                                                              \
+  _(maximum)                                                                            \
+  _(minimum)                                                                            \
+  _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) _(logical_and) _(logical_or) \
       _(logical_xor) _(bitwise_and) _(bitwise_or) _(bitwise_xor)
 
 class Tensor {
@@ -384,7 +386,7 @@ class Tensor {
   Tensor squeeze() const;
   Tensor squeeze(IntArrayRef dims) const;
   Tensor unsqueeze(int64_t dim) const;
-  // In-place views (ops/shape_inplace.cpp): this tensor takes the view's sizes and strides and
+  // In-place views (kiln/ops/shape/inplace.cpp): this tensor takes the view's sizes and strides and
   // keeps its storage.
   Tensor& squeeze_() const;
   Tensor& squeeze_(IntArrayRef dims) const;

@@ -55,6 +55,10 @@ class TensorImpl {
   // part in type promotion only by category (int vs float), as in PyTorch.
   bool is_wrapped_number() const { return wrapped_number_; }
   void set_wrapped_number(bool w) { wrapped_number_ = w; }
+  // A tracer's stand-in for a value it has not seen (a meta tensor with symbolic sizes): reading
+  // its data throws DataDependentError.
+  bool is_traced() const { return traced_; }
+  void set_traced(bool t) { traced_ = t; }
 
   AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
   AutogradMeta& ensure_autograd_meta();
@@ -76,6 +80,7 @@ class TensorImpl {
   SymInt storage_offset_;
   ScalarType dtype_;
   bool wrapped_number_ = false;
+  bool traced_ = false;
   Layout layout_ = Layout::Strided;
   std::unique_ptr<AutogradMeta> autograd_meta_;
   // sizes_ then strides_ as int64; empty until first use on a symbolic tensor.

@@ -108,7 +108,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, IntArrayRef 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool3d(const Tensor& input, IntArrayRef output_size);
 
-// Max unpooling (ops/pool_unpool.cpp): self [N, C, <in>] (or [C, <in>]) written at the flat
+// Max unpooling (kiln/ops/pool/unpool.cpp): self [N, C, <in>] (or [C, <in>]) written at the flat
 // per-plane indices of max pooling into zeros [N, C, <output_size>].
 Tensor max_unpool2d(const Tensor& self, const Tensor& indices, IntArrayRef output_size);
 Tensor max_unpool3d(const Tensor& self, const Tensor& indices, IntArrayRef output_size,

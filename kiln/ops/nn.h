@@ -12,7 +12,7 @@ namespace kiln {
 // How a loss reduces its per-element values.
 enum class Reduction { None, Mean, Sum };
 
-// ---- embedding (nn_embedding.cpp) ----
+// ---- embedding (nn/embedding.cpp) ----
 // Rows of `weight` picked by integer `indices`; padding_idx rows get no gradient.
 // scale_grad_by_freq divides each row's gradient by how often its index occurs. sparse
 // gradients are not supported (the gradient is always dense).
@@ -22,7 +22,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
 // norm_type-norm exceeds max_norm, to norm max_norm.
 Tensor& embedding_renorm_(Tensor& weight, const Tensor& indices, double max_norm, double norm_type);
 
-// ---- normalisation (nn_norm_layer.cpp, nn_norm_batch.cpp) ----
+// ---- normalisation (nn/norm_layer.cpp, nn/norm_batch.cpp) ----
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
 // eps nullopt: the machine epsilon of input's dtype.
@@ -39,7 +39,7 @@ Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bi
                      const Tensor& running_mean, const Tensor& running_var, bool use_input_stats,
                      double momentum, double eps);
 
-// ---- dropout (nn_dropout.cpp) ----
+// ---- dropout (nn/dropout.cpp) ----
 // Zeroes elements with probability p and scales the rest by 1 / (1 - p) when train.
 Tensor dropout(const Tensor& input, double p, bool train, Generator* generator = nullptr);
 // Zeroes whole channels (dim 1 of a batched input, dim 0 of an unbatched one).
@@ -49,7 +49,7 @@ Tensor alpha_dropout(const Tensor& input, double p, bool train, Generator* gener
 Tensor feature_alpha_dropout(const Tensor& input, double p, bool train,
                              Generator* generator = nullptr);
 
-// ---- attention (nn_attention.cpp) ----
+// ---- attention (nn/attention.cpp) ----
 // softmax(q k^T * scale + mask) v over (..., L, E) queries and (..., S, E) keys. A bool mask is
 // true where attention is allowed; a float mask is added to the scores. enable_gqa lets key and
 // value have fewer heads (dim -3) than query, each shared by a group of query heads.
@@ -59,7 +59,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                                     std::optional<double> scale = std::nullopt,
                                     bool enable_gqa = false);
 
-// ---- losses (nn_loss_nll.cpp, nn_loss.cpp) ----
+// ---- losses (nn/loss_nll.cpp, nn/loss.cpp) ----
 // input (N, C), (C) or (N, C, d1, ...) of log-probabilities; target int64 class indices.
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                 Reduction reduction = Reduction::Mean, int64_t ignore_index = -100);
@@ -88,7 +88,7 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
                            double margin = 1.0, double p = 2, double eps = 1e-6, bool swap = false,
                            Reduction reduction = Reduction::Mean);
 
-// ---- compositions of registered ops (nn_composite.cpp); their gradients come from the parts ----
+// ---- compositions of registered ops (nn/composite.cpp); their gradients come from the parts ----
 // x where x > 0, else weight * x; weight holds one value or one per channel (dim 1).
 Tensor prelu(const Tensor& input, const Tensor& weight);
 // The gated linear unit: a * sigmoid(b) with a, b the two halves of input along dim.
@@ -98,7 +98,7 @@ Tensor glu(const Tensor& input, int64_t dim = -1);
 Tensor local_response_norm(const Tensor& input, int64_t size, double alpha = 1e-4,
                            double beta = 0.75, double k = 1.0);
 
-// ---- distances (nn_distance.cpp) ----
+// ---- distances (nn/distance.cpp) ----
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2, double eps = 1e-6,
                          bool keepdim = false);

@@ -1,7 +1,7 @@
 #pragma once
 // Every op's C++ function, by family.
-#include "kiln/autograd/grad_mode.h"
 #include "kiln/core/dispatch.h"
+#include "kiln/core/grad_mode.h"
 #include "kiln/ops/conv.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/index.h"

@@ -1,6 +1,6 @@
 #include "kiln/ops/out.h"
 
-#include "kiln/autograd/grad_mode.h"
+#include "kiln/core/grad_mode.h"
 #include "kiln/ops/creation.h"
 
 namespace kiln::detail {

@@ -26,6 +26,29 @@ TEST(Dispatch, MetaTensorsWithSymbolicSizes) {
   EXPECT_EQ(z.sym_size(0).str(), "4*s0");
 }
 
+TEST(Dispatch, FactoriesWithSymbolicSizesMakeMetaTensorsWithoutGuards) {
+  ShapeEnv env;
+  SymInt s0 = env.create_symbol(8);
+  Tensor z = zeros({s0, 3});
+  EXPECT_TRUE(z.is_meta());
+  EXPECT_EQ(z.sym_size(0).str(), "s0");
+  EXPECT_TRUE(env.guards().empty());  // allocating at the hint would have specialised s0
+}
+
+TEST(Dispatch, DetachGoesThroughDispatch) {
+  auto rec = std::make_shared<RecordingMode>();
+  const Tensor x = randn({2}).requires_grad_(true);
+  Tensor d;
+  {
+    ModeGuard guard(rec);
+    d = x.detach();
+  }
+  ASSERT_EQ(rec->ops().size(), 1u);
+  EXPECT_EQ(rec->ops()[0].name, "detach");
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_EQ(d.data_ptr(), x.data_ptr());
+}
+
 TEST(Dispatch, RecordingModeCapturesOpsAndAttributes) {
   auto rec = std::make_shared<RecordingMode>();
   Tensor x = ones({2, 3});

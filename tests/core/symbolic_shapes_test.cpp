@@ -19,7 +19,7 @@ using Strs = std::vector<std::string>;
 
 bool has_guard(const ShapeEnv& env, const std::string& guard) {
   const auto& g = env.guards();
-  return std::find(g.begin(), g.end(), guard) != g.end();
+  return std::any_of(g.begin(), g.end(), [&](const ShapeGuard& x) { return x.str() == guard; });
 }
 
 class SymbolicShapes : public ::testing::Test {

@@ -66,8 +66,8 @@ TEST(SymInt, UndecidableComparisonsGuardOnHints) {
   EXPECT_TRUE(s0 < s1);
   EXPECT_FALSE(s0 == 1);
   ASSERT_EQ(env.guards().size(), 2u);
-  EXPECT_EQ(env.guards()[0], "s0 < s1");
-  EXPECT_EQ(env.guards()[1], "s0 != 1");
+  EXPECT_EQ(env.guards()[0].str(), "s0 < s1");
+  EXPECT_EQ(env.guards()[1].str(), "s0 != 1");
 }
 
 TEST(SymInt, SpecialisingRecordsAGuard) {
@@ -76,7 +76,7 @@ TEST(SymInt, SpecialisingRecordsAGuard) {
   int64_t n = s0 * 2;  // implicit conversion specialises
   EXPECT_EQ(n, 10);
   ASSERT_EQ(env.guards().size(), 1u);
-  EXPECT_EQ(env.guards()[0], "2*s0 == 10");
+  EXPECT_EQ(env.guards()[0].str(), "2*s0 == 10");
 }
 
 TEST(SymInt, MixedIntegerOperatorsAreUnambiguous) {
@@ -91,6 +91,47 @@ TEST(SymInt, MixedIntegerOperatorsAreUnambiguous) {
 }
 
 TEST(SymInt, DivisionByZeroIsAnError) { EXPECT_THROW(SymInt::floordiv(1, 0), Error); }
+
+TEST(ShapeEnv, RangesDecideComparisonsWithoutGuards) {
+  ShapeEnv env;
+  SymInt s0 = env.create_symbol(8, "", SymbolRange{2, 100});
+  SymInt s1 = env.create_symbol(3, "", SymbolRange{2, INT64_MAX});
+  EXPECT_FALSE(s0 == 1);
+  EXPECT_FALSE(s0 == 0);
+  EXPECT_TRUE(s0 >= 2);
+  EXPECT_TRUE(s0 < 101);
+  EXPECT_TRUE(2 * s0 * s1 + 1 > 8);  // at least 2*2*2+1
+  EXPECT_TRUE(env.guards().empty());
+  EXPECT_TRUE(s0 > 4);  // not decided by the ranges: guarded on the hint
+  ASSERT_EQ(env.guards().size(), 1u);
+  EXPECT_EQ(env.guards()[0].str(), "4 < s0");
+  EXPECT_THROW(env.create_symbol(1, "", SymbolRange{2, 10}), Error);
+}
+
+TEST(ShapeEnv, GuardsAreStructuredAndCheckedAgainstNewValues) {
+  ShapeEnv env;
+  SymInt s0 = env.create_symbol(8), s1 = env.create_symbol(3);
+  env.set_origin("view");
+  EXPECT_TRUE(s0 % 4 == 0);
+  env.set_origin("user code");
+  EXPECT_EQ((s1 + 1).guard_int(), 4);
+  ASSERT_EQ(env.guards().size(), 2u);
+  EXPECT_EQ(env.guards()[0].rel, ShapeGuard::Rel::Eq);
+  EXPECT_EQ(env.guards()[0].origin, "view");
+  EXPECT_EQ(env.guards()[1].str(), "s1+1 == 4");
+  EXPECT_EQ(env.guards()[1].origin, "user code");
+  std::string why;
+  const std::vector<int64_t> ok{12, 3}, not_multiple{10, 3}, other_s1{12, 5};
+  EXPECT_TRUE(env.check(ok, &why)) << why;
+  EXPECT_FALSE(env.check(not_multiple, &why));
+  EXPECT_EQ(why, "(s0%4) == 0 (s0 = 10, s1 = 3)");
+  EXPECT_FALSE(env.check(other_s1, &why));
+  EXPECT_EQ(why, "s1+1 == 4 (s0 = 12, s1 = 5)");
+  const std::vector<int64_t> negative{-1, 3};
+  EXPECT_FALSE(env.check(negative, &why));
+  EXPECT_EQ(why, "s0 = -1 is outside [0, 9223372036854775807]");
+  EXPECT_EQ((s0 * s1 + 2).evaluate(ok), 38);
+}
 
 }  // namespace
 }  // namespace kiln

@@ -10,7 +10,7 @@
 #include "kiln/backend/cpu/blas.h"
 #include "kiln/backend/cpu/dnnl_matmul.h"
 #include "kiln/kiln.h"
-#include "kiln/ops/linalg_util.h"
+#include "kiln/ops/linalg/util.h"
 #include "kiln/ops/samples.h"
 
 namespace kiln {

@@ -187,9 +187,13 @@ double& element(const Tensor& t, int64_t j) {
 struct Problem {
   const OpDef& op;
   const OpSample& sample;
-  std::vector<size_t> diff;          // indices of differentiable inputs
-  std::vector<Tensor> projections;   // one per float output
+  std::vector<size_t> diff;  // indices of differentiable inputs
+  // One per float output: the incoming gradient. In the second-order check it is an input too,
+  // so that the backward formula's derivative in its incoming gradient is checked (which is all
+  // there is for linear ops), as PyTorch's gradgradcheck does.
+  std::vector<Tensor> projections;
   std::vector<Tensor> grad_weights;  // second order: weights on the first-order grads
+  bool second_order = false;
 
   std::vector<Tensor> run(const std::vector<Tensor>& in) const {
     std::vector<Tensor> a = in;
@@ -204,7 +208,7 @@ struct Problem {
     size_t f = 0;
     for (size_t k = 0; k < outs.size(); ++k) {
       if (!outs[k].is_floating_point()) continue;
-      if (init) projections.push_back(random_like(outs[k], 100 + k));
+      if (init) projections.push_back(random_like(outs[k], 100 + k).requires_grad_(second_order));
       Tensor term = (outs[k] * projections.at(f++)).sum();
       total = total.defined() ? total + term : term;
     }
@@ -236,8 +240,8 @@ struct Problem {
 
 }  // namespace
 
-void gradcheck(const OpDef& op, const OpSample& sample, bool second_order) {
-  Problem p{op, sample, {}, {}, {}};
+int64_t gradcheck(const OpDef& op, const OpSample& sample, bool second_order) {
+  Problem p{op, sample, {}, {}, {}, second_order};
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < sample.inputs.size(); ++i) {
     Tensor t = clone_preserving_layout(sample.inputs[i]);
@@ -247,17 +251,27 @@ void gradcheck(const OpDef& op, const OpSample& sample, bool second_order) {
     }
     inputs.push_back(t);
   }
-  if (p.diff.empty()) return;
+  if (p.diff.empty()) return 0;
   auto objective = [&](bool create_graph) {
     return second_order ? p.grad_loss(inputs, create_graph) : p.loss(inputs);
   };
   Tensor l = objective(second_order);
-  if (!l.defined() || !l.requires_grad()) return;
+  if (!l.defined() || !l.requires_grad()) return 0;
   std::vector<Tensor> xs;
-  for (size_t i : p.diff) xs.push_back(inputs[i]);
+  std::vector<std::string> names;
+  for (size_t i : p.diff) {
+    xs.push_back(inputs[i]);
+    names.push_back("input " + std::to_string(i));
+  }
+  if (second_order)
+    for (size_t k = 0; k < p.projections.size(); ++k) {
+      xs.push_back(p.projections[k]);
+      names.push_back("the gradient of output " + std::to_string(k));
+    }
   std::vector<Tensor> analytic = autograd::grad({l}, xs, {}, false, false, true);
 
   const double eps = 1e-6;
+  int64_t probes = 0;
   for (size_t k = 0; k < xs.size(); ++k) {
     const Tensor& x = xs[k];
     const int64_t n = x.numel();
@@ -277,10 +291,12 @@ void gradcheck(const OpDef& op, const OpSample& sample, bool second_order) {
       const double numeric = (plus - minus) / (2 * eps);
       const double got = a.data_ptr<double>()[j];
       EXPECT_NEAR(got, numeric, 1e-4 + 1e-3 * std::abs(numeric))
-          << op.name << (second_order ? " (second order)" : "") << ": d/d input " << p.diff[k]
+          << op.name << (second_order ? " (second order)" : "") << ": d/d " << names[k]
           << " at element " << j;
+      ++probes;
     }
   }
+  return probes;
 }
 
 }  // namespace kiln::testing

@@ -25,7 +25,9 @@ std::vector<Tensor> clone_inputs(const std::vector<Tensor>& inputs);
 Tensor meta_like(const Tensor& t);
 // Finite-difference check of the op's backward (or, with second_order, of the backward of
 // its backward) in float64.
-void gradcheck(const OpDef& op, const OpSample& sample, bool second_order);
+// The number of elements whose analytic gradient was compared (0: the sample had no float64
+// input, or its loss needed no gradient).
+int64_t gradcheck(const OpDef& op, const OpSample& sample, bool second_order);
 const std::set<std::string>& second_order_ops();
 
 // Whether f throws a kiln::Error whose message names the op first ("<op>: ...", ARCHITECTURE.md

@@ -81,6 +81,28 @@ TEST(KilnOps, JsonColumnsReflectTheRegistry) {
   EXPECT_TRUE((*add)["backward"].get<bool>());
 }
 
+// Facts about particular ops, stated here rather than read from the registry, so that a printer
+// that mislabels or swaps columns fails.
+TEST(KilnOps, KnownOpsShowTheirKnownColumns) {
+  nlohmann::json ops = nlohmann::json::parse(run("'" + kKiln + "' ops --json").output);
+  struct Known {
+    const char* name;
+    bool backward, lowering;
+  };
+  const Known known[] = {{"add", true, true},     {"mm", true, true},       {"gelu", true, true},
+                         {"argmax", false, true}, {"nonzero", false, true}, {"randn", false, false},
+                         {"detach", false, true}, {"eq", false, true}};
+  for (const Known& k : known) {
+    auto it = std::find_if(ops.begin(), ops.end(),
+                           [&](const nlohmann::json& o) { return o["name"] == k.name; });
+    ASSERT_NE(it, ops.end()) << k.name;
+    EXPECT_TRUE((*it)["meta"].get<bool>()) << k.name;
+    EXPECT_TRUE((*it)["cpu"].get<bool>()) << k.name;
+    EXPECT_EQ((*it)["backward"].get<bool>(), k.backward) << k.name;
+    EXPECT_EQ((*it)["lowering"].get<bool>(), k.lowering) << k.name;
+  }
+}
+
 TEST(KilnOps, TableHasOneRowPerOpAndACount) {
   CommandResult r = run("'" + kKiln + "' ops");
   ASSERT_EQ(r.status, 0) << r.output;

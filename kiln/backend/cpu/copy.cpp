@@ -8,6 +8,13 @@
 
 namespace kiln::cpu {
 
+Tensor empty_buffer(const SymShape& sizes, ScalarType dtype, Device device) {
+  const SymShape strides = contiguous_strides(sizes);
+  const auto nbytes = static_cast<size_t>(layout_nbytes(sizes, strides, 0, element_size(dtype)));
+  return Tensor(std::make_shared<TensorImpl>(std::make_shared<StorageImpl>(nbytes, device), dtype,
+                                             sizes, strides, 0));
+}
+
 void copy(const Tensor& dst, const Tensor& src) {
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() &&
       dst.sizes() == src.sizes()) {

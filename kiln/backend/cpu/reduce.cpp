@@ -86,11 +86,7 @@ Tensor reduced_dims_innermost(const Tensor& x, const std::vector<int64_t>& dims)
   }
   Tensor permuted(std::make_shared<TensorImpl>(x.impl()->storage(), x.dtype(), sizes, strides,
                                                x.impl()->storage_offset()));
-  const int64_t n = x.numel();
-  auto storage =
-      std::make_shared<StorageImpl>(static_cast<size_t>(n) * x.element_size(), x.device());
-  Tensor out(std::make_shared<TensorImpl>(std::move(storage), x.dtype(), sizes,
-                                          contiguous_strides(sizes), 0));
+  Tensor out = empty_buffer(sizes, x.dtype(), x.device());
   copy(out, permuted);
   return out;
 }

@@ -14,7 +14,6 @@
 #include "kiln/backend/cpu/parallel.h"
 #include "kiln/backend/cpu/scatter_rows.h"
 #include "kiln/core/error.h"
-#include "kiln/ops/creation.h"
 
 namespace kiln::cpu {
 
@@ -228,7 +227,7 @@ ScalarType reduce_dtype(const char* op, ScalarType t) {
 
 Tensor converted(const Tensor& t, ScalarType dt) {
   if (!t.defined() || t.dtype() == dt) return t;
-  Tensor c = empty(t.sym_sizes(), TensorOptions(dt).device(t.device()));
+  Tensor c = empty_buffer(t.sym_sizes(), dt, t.device());
   copy(c, t);
   return c;
 }

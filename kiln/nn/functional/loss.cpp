@@ -5,7 +5,7 @@
 
 #include "kiln/core/error.h"
 #include "kiln/ops/ctc.h"
-#include "kiln/ops/nn_util.h"
+#include "kiln/ops/nn/util.h"
 #include "kiln/ops/ops.h"
 
 namespace kiln::nn {

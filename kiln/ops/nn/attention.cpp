@@ -1,0 +1,323 @@
+// scaled_dot_product_attention, math implementation: one entry whose kernel runs the batched
+// products and the softmax, and whose backward is written with Kiln ops. Outputs: the attention
+// result and the attention probabilities (before dropout; fully masked rows are 0, as PyTorch's
+// math path gives). Dropout arrives as a precomputed noise tensor (0 or 1/(1-p)), so the entry
+// itself is deterministic.
+#include <cmath>
+
+#include "kiln/ops/linalg/util.h"
+#include "kiln/ops/meta.h"
+#include "kiln/ops/nn/util.h"
+#include "kiln/ops/ops.h"
+#include "kiln/ops/samples.h"
+
+namespace kiln {
+namespace {
+
+// inputs: query, key, value, attn_mask?, dropout_noise?; attrs: is_causal, scale?, enable_gqa.
+
+double resolve_scale(const Tensor& q, const Attrs& a) {
+  return a.is_none(1) ? 1.0 / std::sqrt(static_cast<double>(q.sym_size(-1).guard_int())) : a.f(1);
+}
+
+// a @ b for operands with the same batch dims, without the copy matmul makes of head-split
+// views (whose batch dims do not flatten into one stride): linalg::gemm_into multiplies them in
+// place. Where autograd must record the product, or the operands are not plain CPU batches, it
+// is matmul.
+Tensor batched_product(const Tensor& a, const Tensor& b) {
+  const int64_t nd = a.dim();
+  bool direct = nd >= 3 && b.dim() == nd && !GradMode::is_enabled() && a.is_cpu() && b.is_cpu() &&
+                a.dtype() == b.dtype() && !a.impl()->is_symbolic() && !b.impl()->is_symbolic();
+  for (int64_t d = 0; direct && d < nd - 2; ++d) direct = a.sym_size(d) == b.sym_size(d);
+  if (!direct) return matmul(a, b);
+  std::vector<int64_t> shape = a.sym_sizes().vec();
+  shape.back() = b.sym_size(-1).guard_int();
+  Tensor out = empty(shape, a.options());
+  linalg::gemm_into(out, a, b, 1, 0);
+  return out;
+}
+
+// Key/value heads repeated so that each query head has its own (grouped-query attention).
+Tensor expand_heads(const Tensor& kv, const Tensor& q) {
+  if (kv.dim() < 3 || kv.sym_size(-3) == q.sym_size(-3)) return kv;
+  return kv.repeat_interleave(q.sym_size(-3).guard_int() / kv.sym_size(-3).guard_int(), -3);
+}
+
+std::vector<TensorSpec> sdpa_meta(const std::vector<Tensor>& in, const Attrs& a) {
+  const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3], &noise = in[4];
+  const char* op = "scaled_dot_product_attention";
+  KILN_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(), op,
+             ": expected query, key and value of the same rank >= 2, got ", q.sym_sizes(), ", ",
+             k.sym_sizes(), " and ", v.sym_sizes());
+  KILN_CHECK(q.is_floating_point() && k.dtype() == q.dtype() && v.dtype() == q.dtype(), op,
+             ": expected query, key and value of the same floating dtype, got ", q.dtype(), ", ",
+             k.dtype(), " and ", v.dtype());
+  KILN_CHECK(q.sym_size(-1) == k.sym_size(-1), op,
+             ": query and key must have the same embedding size, got ", q.sym_size(-1), " and ",
+             k.sym_size(-1));
+  KILN_CHECK(k.sym_size(-2) == v.sym_size(-2), op,
+             ": key and value must have the same sequence length, got ", k.sym_size(-2), " and ",
+             v.sym_size(-2));
+  for (int64_t d = 0; d < q.dim() - 2; ++d) {
+    const bool heads = d == q.dim() - 3;
+    if (heads && a.b(2) && k.sym_size(d) != q.sym_size(d)) {
+      KILN_CHECK(k.sym_size(d) == v.sym_size(d) && q.sym_size(d) % k.sym_size(d) == 0, op,
+                 ": with enable_gqa the number of query heads (", q.sym_size(d),
+                 ") must be a multiple of the number of key/value heads (", k.sym_size(d), ")");
+      continue;
+    }
+    KILN_CHECK(k.sym_size(d) == q.sym_size(d) && v.sym_size(d) == q.sym_size(d), op,
+               ": query, key and value must agree in their batch dims, got ", q.sym_sizes(), ", ",
+               k.sym_sizes(), " and ", v.sym_sizes(),
+               heads ? " (pass enable_gqa=true for fewer key/value heads)" : "");
+  }
+  SymShape probs = q.sym_sizes();
+  probs.back() = k.sym_size(-2);
+  if (mask.defined()) {
+    KILN_CHECK(!a.b(0), op,
+               ": Explicit attn_mask should not be set when is_causal=True (got a mask of shape ",
+               mask.sym_sizes(), ")");
+    KILN_CHECK(mask.dtype() == kBool || mask.dtype() == q.dtype(), op,
+               ": expected a bool mask or a mask of the query's dtype ", q.dtype(), ", got ",
+               mask.dtype());
+    meta::broadcast_shapes(op, {mask.sym_sizes(), probs});
+  }
+  KILN_CHECK(!noise.defined() || noise.sym_sizes() == SymIntArrayRef(probs), op,
+             ": expected dropout_noise of the attention's shape ", SymIntArrayRef(probs), ", got ",
+             noise.sym_sizes());
+  SymShape out = q.sym_sizes();
+  out.back() = v.sym_size(-1);
+  return {meta::spec(out, q.dtype(), q.device()), meta::spec(probs, q.dtype(), q.device())};
+}
+
+// The masked, scaled scores' softmax; rows with no allowed key are 0.
+Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, const Attrs& a) {
+  Tensor scores = batched_product(q, k.transpose(-2, -1)) * resolve_scale(q, a);
+  if (a.b(0)) {
+    const int64_t l = q.sym_size(-2).guard_int(), s = k.sym_size(-2).guard_int();
+    Tensor allowed = ones({l, s}, TensorOptions(kBool)).tril();
+    scores = scores.masked_fill(allowed.logical_not(), -INFINITY);
+  } else if (mask.defined()) {
+    scores =
+        mask.dtype() == kBool ? scores.masked_fill(mask.logical_not(), -INFINITY) : scores + mask;
+  }
+  Tensor p = scores.softmax(-1);
+  if (a.b(0) || mask.defined()) p = p.masked_fill(scores.amax({-1}, true) == -INFINITY, 0);
+  return p;
+}
+
+void sdpa_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
+  NoGradGuard no_grad;
+  const Tensor& q = in[0];
+  const Tensor p = attention_probs(q, expand_heads(in[1], q), in[3], a);
+  const Tensor pd = in[4].defined() ? p * in[4] : p;
+  nn_util::store(out[0], batched_product(pd, expand_heads(in[2], q)));
+  nn_util::store(out[1], p);
+}
+
+// Sums a gradient of repeated key/value heads back onto the shared heads.
+Tensor fold_heads(const Tensor& g, const Tensor& kv) {
+  if (kv.dim() < 3 || g.sym_size(-3) == kv.sym_size(-3)) return g;
+  const SymInt groups = g.sym_size(-3) / kv.sym_size(-3);
+  return g.unflatten(-3, {kv.sym_size(-3), groups}).sum(IntArrayRef(int64_t{-3}));
+}
+
+std::vector<Tensor> sdpa_backward(const BackwardContext& c) {
+  const Tensor &q = c.input(0), &noise = c.input(4);
+  const Tensor k = expand_heads(c.input(1), q), v = expand_heads(c.input(2), q);
+  const Tensor& p = c.output(1);
+  const double scale = resolve_scale(q, c.attrs);
+  std::vector<Tensor> grads(5);
+  Tensor dp = c.grad(1);
+  if (c.grad(0).defined()) {
+    const Tensor& go = c.grad(0);
+    const Tensor pd = noise.defined() ? p * noise : p;
+    if (c.needs_grad(2))
+      grads[2] = fold_heads(batched_product(pd.transpose(-2, -1), go), c.input(2));
+    const Tensor dpd = batched_product(go, v.transpose(-2, -1));
+    if (c.needs_grad(4)) grads[4] = dpd * p;
+    const Tensor from_out = noise.defined() ? dpd * noise : dpd;
+    dp = dp.defined() ? dp + from_out : from_out;
+  }
+  if (!dp.defined()) return grads;
+  const Tensor ds = p * (dp - (dp * p).sum(IntArrayRef(int64_t{-1}), true));
+  if (c.needs_grad(0)) grads[0] = batched_product(ds, k) * scale;
+  if (c.needs_grad(1))
+    grads[1] = fold_heads(batched_product(ds.transpose(-2, -1), q) * scale, c.input(1));
+  if (c.needs_grad(3) && c.input(3).is_floating_point()) grads[3] = ds;
+  return grads;
+}
+
+std::vector<OpSample> sdpa_samples(ScalarType dt) {
+  auto mk = [&](std::vector<int64_t> s, bool nc = false) {
+    return samples::make(s, dt, -1, 1, nc);
+  };
+  const std::monostate none;
+  Tensor bool_mask = tensor(std::vector<double>{1, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1})
+                         .view({3, 5})
+                         .to(kBool);
+  Tensor noise =
+      tensor(std::vector<double>{2, 0, 2, 2, 0, 0, 2, 2, 2, 2, 2, 2, 0, 2, 2}).view({3, 5}).to(dt);
+  return {
+      {{mk({2, 3, 4}), mk({2, 5, 4}), mk({2, 5, 6}), Tensor(), Tensor()},
+       {false, none, false},
+       "3-d"},
+      {{mk({2, 3, 4, 2}).transpose(1, 2), mk({2, 5, 4, 2}).transpose(1, 2),
+        mk({2, 5, 4, 3}).transpose(1, 2), Tensor(), Tensor()},
+       {false, none, false},
+       "head-split views (batch dims that do not flatten)"},
+      {{mk({1, 2, 4, 3}), mk({1, 2, 4, 3}), mk({1, 2, 4, 3}), Tensor(), Tensor()},
+       {true, none, false},
+       "causal"},
+      {{mk({2, 3, 4}), mk({2, 5, 4}), mk({2, 5, 4}), bool_mask, Tensor()},
+       {false, none, false},
+       "broadcast bool mask"},
+      {{mk({2, 3, 4}), mk({2, 5, 4}), mk({2, 5, 4}), mk({2, 3, 5}), Tensor()},
+       {false, 0.3, false},
+       "float mask, scale"},
+      {{mk({1, 4, 3, 2}), mk({1, 2, 5, 2}), mk({1, 2, 5, 3}), Tensor(), Tensor()},
+       {false, none, true},
+       "grouped-query"},
+      {{mk({3, 4}, true), mk({5, 4}), mk({4, 5}).t(), Tensor(), noise},
+       {false, none, false},
+       "2-d, non-contiguous, dropout noise"},
+      {{mk({3, 0}), mk({5, 0}), mk({5, 2}), Tensor(), Tensor()},
+       {false, 1.0, false},
+       "zero embedding size"},
+  };
+}
+
+std::vector<Tensor> sdpa_reference(const std::vector<Tensor>& in, const Attrs& a) {
+  const Tensor &q = in[0], &k = in[1], &v = in[2];
+  const int64_t l = q.sym_size(-2).guard_int(), e = q.sym_size(-1).guard_int();
+  const int64_t s = k.sym_size(-2).guard_int(), ev = v.sym_size(-1).guard_int();
+  int64_t bq = 1;
+  for (int64_t d = 0; d < q.dim() - 2; ++d) bq *= q.sym_size(d).guard_int();
+  const int64_t hq = q.dim() >= 3 ? q.sym_size(-3).guard_int() : 1;
+  const int64_t hk = k.dim() >= 3 ? k.sym_size(-3).guard_int() : 1;
+  const double scale = resolve_scale(q, a);
+  const std::vector<double> qd = nn_util::to_doubles(q), kd = nn_util::to_doubles(k),
+                            vd = nn_util::to_doubles(v);
+  SymShape probs_shape = q.sym_sizes();
+  probs_shape.back() = k.sym_size(-2);
+  std::vector<double> mask, noise;
+  if (in[3].defined()) mask = nn_util::to_doubles(in[3].expand(probs_shape));
+  if (in[4].defined()) noise = nn_util::to_doubles(in[4].expand(probs_shape));
+  std::vector<double> out(bq * l * ev, 0.0), probs(bq * l * s, 0.0);
+  for (int64_t b = 0; b < bq; ++b) {
+    const int64_t bk = (b / hq) * hk + (b % hq) / (hq / hk);
+    for (int64_t i = 0; i < l; ++i) {
+      std::vector<double> sc(s);
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < s; ++j) {
+        double dot = 0;
+        for (int64_t t = 0; t < e; ++t) dot += qd[(b * l + i) * e + t] * kd[(bk * s + j) * e + t];
+        sc[j] = dot * scale;
+        const size_t m = (b * l + i) * s + j;
+        if (a.b(0) && j > i) sc[j] = -INFINITY;
+        if (!mask.empty())
+          sc[j] = in[3].dtype() == kBool ? (mask[m] != 0 ? sc[j] : -INFINITY) : sc[j] + mask[m];
+        mx = std::max(mx, sc[j]);
+      }
+      if (mx == -INFINITY) continue;
+      double sum = 0;
+      for (int64_t j = 0; j < s; ++j) sum += std::exp(sc[j] - mx);
+      for (int64_t j = 0; j < s; ++j) {
+        const size_t m = (b * l + i) * s + j;
+        probs[m] = std::exp(sc[j] - mx) / sum;
+        const double pd = probs[m] * (noise.empty() ? 1.0 : noise[m]);
+        for (int64_t t = 0; t < ev; ++t)
+          out[(b * l + i) * ev + t] += pd * vd[(bk * s + j) * ev + t];
+      }
+    }
+  }
+  std::vector<int64_t> out_shape = nn_util::concrete_sizes(q);
+  out_shape.back() = ev;
+  return {nn_util::from_doubles(out, out_shape),
+          nn_util::from_doubles(probs, SymIntArrayRef(probs_shape).vec())};
+}
+std::vector<OpErrorSample> sdpa_error_samples() {
+  auto t = [](std::vector<int64_t> s, ScalarType dt = kFloat32) {
+    return samples::make(std::move(s), dt);
+  };
+  const std::monostate none;
+  const Attrs plain{false, none, false}, causal{true, none, false}, gqa{false, none, true};
+  const Tensor q = t({2, 3, 4}), k = t({2, 5, 4}), v = t({2, 5, 4}), no;
+  return {
+      {{t({3}), k, v, no, no},
+       plain,
+       "same rank >= 2, got [3], [2, 5, 4] and [2, 5, 4]",
+       "query of rank 1"},
+      {{q, t({2, 5, 4}, kFloat64), v, no, no},
+       plain,
+       "same floating dtype, got float32, float64 and float32",
+       "key's dtype"},
+      {{q.to(kInt64), k.to(kInt64), v.to(kInt64), no, no},
+       plain,
+       "same floating dtype, got int64, int64 and int64",
+       "integers"},
+      {{q, t({2, 5, 3}), v, no, no}, plain, "same embedding size, got 4 and 3", "embedding"},
+      {{q, k, t({2, 6, 4}), no, no}, plain, "same sequence length, got 5 and 6", "sequence"},
+      {{t({1, 3, 3, 2}), t({1, 2, 5, 2}), t({1, 2, 5, 2}), no, no},
+       gqa,
+       "the number of query heads (3) must be a multiple of the number of key/value heads (2)",
+       "grouped-query heads"},
+      {{q, t({3, 5, 4}), t({3, 5, 4}), no, no},
+       plain,
+       "must agree in their batch dims, got [2, 3, 4], [3, 5, 4] and [3, 5, 4]",
+       "batch"},
+      {{q, k, v, t({3, 5}), no},
+       causal,
+       "Explicit attn_mask should not be set when is_causal=True (got a mask of shape [3, 5])",
+       "mask and causal"},
+      {{q, k, v, t({3, 5}, kInt64), no},
+       plain,
+       "expected a bool mask or a mask of the query's dtype float32, got int64",
+       "mask dtype"},
+      {{q, k, v, t({4, 5}), no},
+       plain,
+       "shapes [4, 5] and [2, 3, 5] cannot be broadcast together",
+       "mask shape"},
+      {{q, k, v, no, t({2, 3, 4})},
+       plain,
+       "expected dropout_noise of the attention's shape [2, 3, 5], got [2, 3, 4]",
+       "noise shape"},
+  };
+}
+
+}  // namespace
+
+KILN_REGISTER_OP(scaled_dot_product_attention)
+    .schema(
+        "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
+        "Tensor? dropout_noise, bool is_causal=False, float? scale=None, bool enable_gqa=False) "
+        "-> (Tensor out, Tensor attn)")
+    .meta(sdpa_meta)
+    .cpu(sdpa_kernel)
+    .save_outputs({1})  // the attention weights
+    .backward(sdpa_backward)
+    .samples(sdpa_samples)
+    .error_samples(sdpa_error_samples)
+    .reference(sdpa_reference)
+    .dtypes(nn_util::kNNDtypes)
+    .lowering("extern:scaled_dot_product_attention");
+
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
+                                    std::optional<double> scale, bool enable_gqa) {
+  static const OpDef& op = get_op("scaled_dot_product_attention");
+  KILN_CHECK(dropout_p >= 0 && dropout_p <= 1,
+             "scaled_dot_product_attention: dropout_p must be in [0, 1], got ", dropout_p);
+  Tensor noise;
+  if (dropout_p > 0) {
+    SymShape shape = query.sym_sizes();
+    shape.back() = key.sym_size(-2);
+    noise = dropout_p >= 1
+                ? zeros(shape, query.options())
+                : bernoulli(zeros(shape, query.options()), 1 - dropout_p) / (1 - dropout_p);
+  }
+  return call_op(op, {query, key, value, attn_mask, noise},
+                 {is_causal, opt_attr(scale), enable_gqa})[0];
+}
+
+}  // namespace kiln
