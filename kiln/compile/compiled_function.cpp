@@ -1,0 +1,173 @@
+#include "kiln/compile/compiled_function.h"
+
+#include <atomic>
+#include <ostream>
+#include <sstream>
+
+#include "kiln/compile/logs.h"
+#include "kiln/compile/replay.h"
+#include "kiln/compile/tracer.h"
+#include "kiln/core/dispatch.h"
+
+namespace kiln::compiler {
+namespace {
+
+std::atomic<int> g_next_id{0};
+
+bool has_traced_tensor(const std::vector<Arg>& args) {
+  for (const Tensor& t : flat_tensors(args))
+    if (t.defined() && t.impl()->is_traced()) return true;
+  return false;
+}
+
+std::vector<std::vector<int64_t>> sizes_of(const std::vector<Arg>& args) {
+  std::vector<std::vector<int64_t>> out;
+  for (const Tensor& t : flat_tensors(args))
+    out.push_back(t.defined() ? t.sizes().vec() : std::vector<int64_t>{});
+  return out;
+}
+
+}  // namespace
+
+CompiledFunction::CompiledFunction(FlatFn fn, CompileOptions options)
+    : fn_(std::move(fn)), options_(std::move(options)) {
+  name_ = options_.name().empty() ? "compiled function " + std::to_string(g_next_id++)
+                                  : options_.name();
+  KILN_CHECK(options_.backend() == "eager", "compile: unknown backend \"", options_.backend(),
+             "\" for ", name_, "; expected \"eager\"");
+  KILN_CHECK(options_.mode() == "default", "compile: unknown mode \"", options_.mode(), "\" for ",
+             name_, "; expected \"default\"");
+  KILN_CHECK(options_.recompile_limit() >= 1, "compile: recompile_limit must be at least 1, got ",
+             options_.recompile_limit());
+  policy_.dynamic = options_.dynamic();
+}
+
+int CompiledFunction::compilations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return compilations_;
+}
+
+void CompiledFunction::reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.clear();
+  eager_reason_.reset();
+  policy_ = DynamicPolicy{options_.dynamic(), {}};
+  first_sizes_.clear();
+}
+
+CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args) {
+  auto entry = std::make_shared<Entry>();
+  entry->env = std::make_unique<ShapeEnv>();
+  Tracer tracer(*entry->env);
+  std::vector<Tensor> outs;
+  try {
+    std::vector<Arg> traced = make_traced_args(args, policy_, *entry->env, tracer, entry->guards);
+    outs = tracer.run([&] { return fn_(traced); });
+  } catch (const GraphBreak& e) {
+    return {nullptr, e.what()};
+  } catch (const DataDependentError& e) {
+    return {nullptr, e.what()};
+  }
+  entry->graph = tracer.finish(outs);
+  finish_guards(entry->guards, entry->graph, *entry->env);
+  return {entry, ""};
+}
+
+std::vector<Tensor> CompiledFunction::run(const Entry& e, const std::vector<Arg>& args,
+                                          const std::vector<int64_t>& symbols) const {
+  std::vector<Tensor> inputs = flat_tensors(args);
+  std::erase_if(inputs, [](const Tensor& t) { return !t.defined(); });
+  return replay(e.graph, inputs, symbols);
+}
+
+std::vector<Tensor> CompiledFunction::fall_back(const std::string& reason,
+                                                const std::vector<Arg>& args) {
+  KILN_CHECK(!options_.fullgraph(), "compile: ", name_,
+             " cannot be captured as one graph (fullgraph=true): ", reason);
+  log(LogKind::Recompiles, name_ + " runs eagerly from now on: " + reason);
+  return fn_(args);
+}
+
+std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
+  // Called while another function is being captured: its ops join that capture.
+  if (has_traced_tensor(args)) return fn_(args);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (eager_reason_) {
+    lock.unlock();
+    return fn_(args);
+  }
+  std::vector<int64_t> symbols;
+  std::string why;
+  for (const auto& e : entries_) {
+    if (e->guards.check(args, e->graph.captured_tensors, symbols, &why)) {
+      std::shared_ptr<Entry> hit = e;
+      lock.unlock();
+      return run(*hit, args, symbols);
+    }
+  }
+  if (!entries_.empty()) {
+    if (static_cast<int>(entries_.size()) >= options_.recompile_limit()) {
+      eager_reason_ = "the recompile limit (" + std::to_string(options_.recompile_limit()) +
+                      ") was reached; the last guard that failed: " + why;
+      const std::string reason = *eager_reason_;
+      lock.unlock();
+      return fall_back(reason, args);
+    }
+    log(LogKind::Recompiles, "recompiling " + name_ + ": " + why);
+    // Automatic dynamic: the sizes that changed since the first capture become symbolic.
+    if (!policy_.dynamic) {
+      const auto now = sizes_of(args);
+      for (size_t k = 0; k < now.size() && k < first_sizes_.size(); ++k)
+        for (size_t d = 0; d < now[k].size() && d < first_sizes_[k].size(); ++d)
+          if (now[k][d] != first_sizes_[k][d])
+            policy_.changed.insert({static_cast<int>(k), static_cast<int>(d)});
+    }
+  } else {
+    first_sizes_ = sizes_of(args);
+  }
+  Capture c = capture(args);
+  if (!c.entry) {
+    eager_reason_ = c.fallback;
+    lock.unlock();
+    return fall_back(c.fallback, args);
+  }
+  ++compilations_;
+  log(LogKind::Graph, "captured " + name_ + ":\n" + c.entry->graph.str());
+  log(LogKind::Guards, "guards of " + name_ + ":\n" + c.entry->guards.str());
+  entries_.push_back(c.entry);
+  // Every guard holds for the arguments it was made from.
+  KILN_CHECK(c.entry->guards.check(args, c.entry->graph.captured_tensors, symbols, &why),
+             "compile: internal error: ", name_, " fails its own guard ", why);
+  lock.unlock();
+  return run(*c.entry, args, symbols);
+}
+
+Explanation CompiledFunction::explain(const std::vector<Arg>& args) {
+  Explanation x;
+  x.function = name_;
+  std::lock_guard<std::mutex> lock(mu_);
+  Capture c = capture(args);
+  if (!c.entry) {
+    x.fallback_reasons.push_back(c.fallback);
+    return x;
+  }
+  x.graph_count = 1;
+  x.op_count = static_cast<int>(c.entry->graph.nodes.size());
+  x.graph = c.entry->graph.str();
+  x.guards = c.entry->guards.str();
+  return x;
+}
+
+std::string Explanation::str() const {
+  std::ostringstream os;
+  os << function << ": " << graph_count << " graph" << (graph_count == 1 ? "" : "s") << ", "
+     << op_count << " ops\n";
+  for (const auto& r : fallback_reasons) os << "runs eagerly: " << r << "\n";
+  if (!graph.empty()) os << "graph:\n" << graph;
+  if (!guards.empty()) os << "guards:\n" << guards;
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Explanation& e) { return os << e.str(); }
+
+}  // namespace kiln::compiler

@@ -1,0 +1,70 @@
+#pragma once
+// The state behind one kiln::compile'd function, written once for every signature: its cache
+// of captured graphs with their guards, recompiles, and the eager fallback (docs/compile.md).
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/compile/args.h"
+#include "kiln/compile/graph.h"
+#include "kiln/compile/guards.h"
+#include "kiln/compile/options.h"
+
+namespace kiln::compiler {
+
+// The user's function on flattened arguments and results.
+using FlatFn = std::function<std::vector<Tensor>(const std::vector<Arg>&)>;
+
+// What explain() reports: the graph (if the function captures), its guards, or why it runs
+// eagerly.
+struct Explanation {
+  std::string function;
+  int graph_count = 0;
+  int op_count = 0;
+  std::string graph;
+  std::string guards;
+  std::vector<std::string> fallback_reasons;
+  std::string str() const;
+};
+std::ostream& operator<<(std::ostream& os, const Explanation& e);
+
+class CompiledFunction {
+ public:
+  CompiledFunction(FlatFn fn, CompileOptions options);
+  std::vector<Tensor> call(const std::vector<Arg>& args);
+  Explanation explain(const std::vector<Arg>& args);
+  // Graphs captured so far (a recompile adds one).
+  int compilations() const;
+  const std::string& name() const { return name_; }
+  void reset();
+
+ private:
+  struct Entry {
+    std::unique_ptr<ShapeEnv> env;
+    Graph graph;
+    Guards guards;
+  };
+  struct Capture {
+    std::shared_ptr<Entry> entry;
+    std::string fallback;  // why the function cannot be captured, when it cannot
+  };
+  Capture capture(const std::vector<Arg>& args);
+  std::vector<Tensor> run(const Entry& e, const std::vector<Arg>& args,
+                          const std::vector<int64_t>& symbols) const;
+  std::vector<Tensor> fall_back(const std::string& reason, const std::vector<Arg>& args);
+
+  FlatFn fn_;
+  CompileOptions options_;
+  std::string name_;
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<Entry>> entries_;
+  std::optional<std::string> eager_reason_;  // set once the function runs eagerly for good
+  DynamicPolicy policy_;
+  std::vector<std::vector<int64_t>> first_sizes_;  // per flat tensor, at the first capture
+  int compilations_ = 0;
+};
+
+}  // namespace kiln::compiler

@@ -1,0 +1,54 @@
+#include "kiln/compile/replay.h"
+
+#include "kiln/core/dispatch.h"
+#include "kiln/ops/registry.h"
+
+namespace kiln::compiler {
+namespace {
+
+Attrs concrete_attrs(const Attrs& attrs, std::span<const int64_t> symbols) {
+  std::vector<AttrValue> out;
+  out.reserve(attrs.size());
+  for (size_t i = 0; i < attrs.size(); ++i) {
+    const AttrValue& v = attrs[i];
+    if (const auto* s = std::get_if<SymInt>(&v)) {
+      out.emplace_back(SymInt(s->evaluate(symbols)));
+    } else if (const auto* shape = std::get_if<SymShape>(&v)) {
+      SymShape c;
+      c.reserve(shape->size());
+      for (const SymInt& x : *shape) c.emplace_back(x.evaluate(symbols));
+      out.emplace_back(std::move(c));
+    } else {
+      out.push_back(v);
+    }
+  }
+  return Attrs(std::move(out));
+}
+
+}  // namespace
+
+std::vector<Tensor> replay(const Graph& graph, const std::vector<Tensor>& inputs,
+                           std::span<const int64_t> symbols) {
+  std::vector<Tensor> values(graph.values.size());
+  for (size_t i = 0; i < graph.inputs.size(); ++i) values[graph.inputs[i]] = inputs.at(i);
+  for (size_t i = 0; i < graph.captured.size(); ++i)
+    values[graph.captured[i]] = graph.captured_tensors[i];
+  std::vector<Tensor> args;
+  for (const Node& n : graph.nodes) {
+    args.clear();
+    for (int id : n.inputs) args.push_back(id < 0 ? Tensor() : values[id]);
+    std::vector<Tensor> outs =
+        call_op(*n.op, args, n.symbolic_attrs ? concrete_attrs(n.attrs, symbols) : n.attrs);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const int id = n.outputs[k];
+      if (graph.values[id].wrapped_number) outs[k].impl()->set_wrapped_number(true);
+      values[id] = std::move(outs[k]);
+    }
+  }
+  std::vector<Tensor> result;
+  result.reserve(graph.outputs.size());
+  for (int id : graph.outputs) result.push_back(id < 0 ? Tensor() : values[id]);
+  return result;
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,102 @@
+#include "kiln/compile/tracer.h"
+
+#include <algorithm>
+
+#include "kiln/ops/registry.h"
+
+namespace kiln::compiler {
+namespace {
+
+bool is_symbolic_attr(const AttrValue& v) {
+  if (const auto* s = std::get_if<SymInt>(&v)) return s->is_symbolic();
+  if (const auto* s = std::get_if<SymShape>(&v))
+    return std::any_of(s->begin(), s->end(), [](const SymInt& x) { return x.is_symbolic(); });
+  return false;
+}
+
+Value value_for(const Tensor& t, Value::Kind kind, int producer) {
+  const TensorImpl& i = *t.impl();
+  return Value{kind,       i.sym_sizes(),         i.sym_strides(), t.dtype(),
+               t.device(), i.is_wrapped_number(), producer};
+}
+
+}  // namespace
+
+class Tracer::Mode final : public DispatchMode {
+ public:
+  explicit Mode(Tracer& tracer) : t_(tracer) {}
+
+  std::vector<Tensor> handle(const OpDef& op, const std::vector<Tensor>& inputs,
+                             const Attrs& attrs) override {
+    if (op.is_random)
+      throw GraphBreak(op.name +
+                       " draws random numbers, which a graph does not replay the same way");
+    if (op.dynamic_output)
+      throw GraphBreak(op.name + " makes an output whose size depends on the input's values");
+    Node node;
+    node.op = &op;
+    node.attrs = attrs;
+    node.symbolic_attrs = false;
+    for (size_t i = 0; i < attrs.size(); ++i)
+      node.symbolic_attrs = node.symbolic_attrs || is_symbolic_attr(attrs[i]);
+    for (const Tensor& in : inputs) {
+      const int id = in.defined() ? t_.value_of(in) : -1;
+      if (id >= 0 && in.impl()->is_wrapped_number()) t_.graph_.values[id].wrapped_number = true;
+      node.inputs.push_back(id);
+    }
+    t_.env_.set_origin(op.name);
+    std::vector<Tensor> outs = run_meta(op, inputs, attrs);
+    t_.env_.set_origin("user code after " + op.name);
+    const int node_id = static_cast<int>(t_.graph_.nodes.size());
+    for (const Tensor& out : outs) {
+      const int id = t_.graph_.add_value(value_for(out, Value::Kind::NodeOutput, node_id));
+      node.outputs.push_back(id);
+      // An in-place op returns its input itself; a captured tensor stays readable after it.
+      const bool is_input = std::any_of(inputs.begin(), inputs.end(), [&](const Tensor& in) {
+        return in.defined() && in.impl() == out.impl();
+      });
+      if (!is_input) out.impl()->set_traced(true);
+      t_.ids_[out.impl()] = id;
+      t_.seen_.push_back(out);
+    }
+    t_.graph_.nodes.push_back(std::move(node));
+    return outs;
+  }
+
+ private:
+  Tracer& t_;
+};
+
+Tracer::Tracer(ShapeEnv& env) : env_(env), mode_(std::make_shared<Mode>(*this)) {}
+
+Tensor Tracer::add_input(SymShape sizes, SymShape strides, ScalarType dtype, Device device) {
+  Tensor t(std::make_shared<TensorImpl>(StorageImpl::meta(device), dtype, std::move(sizes),
+                                        std::move(strides), 0));
+  t.impl()->set_traced(true);
+  const int index = static_cast<int>(graph_.inputs.size());
+  const int id = graph_.add_value(value_for(t, Value::Kind::Input, index));
+  graph_.inputs.push_back(id);
+  ids_[t.impl()] = id;
+  seen_.push_back(t);
+  return t;
+}
+
+// A tensor the trace has not seen is one the function captured (a module's parameter or buffer,
+// a tensor from a closure): a graph input read at each call, not a constant.
+int Tracer::value_of(const Tensor& t) {
+  auto it = ids_.find(t.impl());
+  if (it != ids_.end()) return it->second;
+  const int index = static_cast<int>(graph_.captured.size());
+  const int id = graph_.add_value(value_for(t, Value::Kind::Captured, index));
+  graph_.captured.push_back(id);
+  graph_.captured_tensors.push_back(t);
+  ids_[t.impl()] = id;
+  return id;
+}
+
+Graph Tracer::finish(const std::vector<Tensor>& outputs) {
+  for (const Tensor& t : outputs) graph_.outputs.push_back(t.defined() ? value_of(t) : -1);
+  return std::move(graph_);
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,172 @@
+// kiln::compile's capture and the "eager" backend: a captured graph replays to eager's results,
+// module parameters stay graph inputs, mutations and aliasing behave as in eager.
+#include <gtest/gtest.h>
+
+#include "examples/gpt/model.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+void expect_same(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.sizes().vec(), b.sizes().vec());
+  ASSERT_EQ(a.dtype(), b.dtype());
+  EXPECT_TRUE(allclose(a, b, 1e-6, 1e-6)) << a << "\n" << b;
+}
+
+Tensor gelu_affine(const Tensor& x, const Tensor& w) { return gelu(x * w + 1.0).sum(-1); }
+
+TEST(Compile, ReplaysToTheEagerResult) {
+  auto f = compile(gelu_affine);
+  for (int i = 0; i < 3; ++i) {
+    Tensor x = randn({4, 8}), w = randn({8});
+    expect_same(f(x, w), gelu_affine(x, w));
+  }
+  EXPECT_EQ(f.compilations(), 1);
+}
+
+TEST(Compile, GraphListsTheOpsTheFunctionRan) {
+  const Tensor x = randn({4, 8}), w = randn({8});
+  compiler::Explanation e = compiler::explain(gelu_affine, x, w);
+  EXPECT_EQ(e.graph_count, 1);
+  // mul, full (the 1.0), add, gelu, sum
+  EXPECT_EQ(e.op_count, 5) << e;
+  for (const char* op : {"mul(%0, %1)", "gelu(", "sum("})
+    EXPECT_NE(e.graph.find(op), std::string::npos) << op << " in\n" << e.graph;
+  EXPECT_TRUE(e.fallback_reasons.empty());
+}
+
+TEST(Compile, LambdasTuplesAndVectors) {
+  auto f = compile([](const Tensor& x, std::vector<Tensor> ys, int64_t k, double s) {
+    Tensor total = x * s;
+    for (const Tensor& y : ys) total = total + y;
+    return std::make_tuple(total, total.narrow(0, 0, k));
+  });
+  const Tensor x = randn({3, 2});
+  const std::vector<Tensor> ys{randn({3, 2}), randn({2})};
+  auto [a, b] = f(x, ys, 2, 0.5);
+  Tensor expected = x * 0.5 + ys[0] + ys[1];
+  expect_same(a, expected);
+  expect_same(b, expected.narrow(0, 0, 2));
+  // A different int argument is a different graph.
+  auto [c, d] = f(x, ys, 1, 0.5);
+  expect_same(d, expected.narrow(0, 0, 1));
+  EXPECT_EQ(f.compilations(), 2);
+}
+
+TEST(Compile, ModuleParametersAreReadAtEachCall) {
+  nn::Linear lin(4, 3);
+  auto f = compile(lin);
+  const Tensor x = randn({2, 4});
+  NoGradGuard no_grad;
+  expect_same(f(x), lin(x));
+  lin->weight.mul_(2.0);  // an optimizer step changes parameters in place
+  expect_same(f(x), lin(x));
+  nn::Linear other(4, 3);
+  lin->load_state_dict(other->state_dict());
+  expect_same(f(x), other(x));
+  EXPECT_EQ(f.compilations(), 1);
+}
+
+TEST(Compile, GradientsFlowThroughTheEagerBackend) {
+  nn::Linear lin(4, 3);
+  auto f = compile(lin);
+  const Tensor x = randn({2, 4});
+  f(x).sum().backward();
+  Tensor g = lin->weight.grad().clone();
+  lin->zero_grad();
+  lin(x).sum().backward();
+  expect_same(g, lin->weight.grad());
+}
+
+TEST(Compile, AnInputMutatedInsideIsMutatedAfterTheCall) {
+  auto f = compile([](const Tensor& x) {
+    x.add_(1.0);
+    return x * 2.0;
+  });
+  Tensor x = zeros({3});
+  Tensor y = f(x);
+  expect_same(x, ones({3}));
+  expect_same(y, full({3}, 2.0));
+  f(x);
+  expect_same(x, full({3}, 2.0));
+}
+
+TEST(Compile, AReturnedViewAliasesItsInput) {
+  auto f = compile([](const Tensor& x) { return x.view({-1}); });
+  Tensor x = randn({2, 3});
+  Tensor v = f(x);
+  EXPECT_EQ(v.data_ptr(), x.data_ptr());
+  v.fill_(7.0);
+  expect_same(x, full({2, 3}, 7.0));
+}
+
+TEST(Compile, DetachIsAGraphOp) {
+  const Tensor x = randn({3});
+  compiler::Explanation e = compiler::explain([](const Tensor& t) { return t.detach() * 2.0; }, x);
+  EXPECT_NE(e.graph.find("detach("), std::string::npos) << e.graph;
+}
+
+TEST(Compile, ReplaysPromoteNumbersAsEagerDoes) {
+  // 2.5 and 1 become wrapped numbers: int32 * 2.5 is float32, not float64. A replay must mark
+  // them again, or the result's dtype would change.
+  auto f = compile([](const Tensor& x) { return x * 2.5 + int64_t{1}; });
+  const Tensor x = arange(4, kInt32);
+  Tensor y = f(x);
+  EXPECT_EQ(y.dtype(), kFloat32);
+  expect_same(y, x * 2.5 + int64_t{1});
+  Tensor y2 = f(x);
+  EXPECT_EQ(y2.dtype(), kFloat32);
+}
+
+TEST(Compile, FactoriesTakeSymbolicSizes) {
+  auto f = compile(
+      [](const Tensor& x) {
+        return zeros({x.sym_size(0), 3}) + x.unsqueeze(1);
+      },
+      CompileOptions().dynamic(true));
+  for (int64_t n : {4, 6, 9}) {
+    const Tensor x = randn({n});
+    expect_same(f(x), x.unsqueeze(1).expand({n, 3}).contiguous());
+  }
+  EXPECT_EQ(f.compilations(), 1);
+}
+
+TEST(Compile, ACompiledFunctionCalledInsideAnotherJoinsItsGraph) {
+  auto inner = compile([](const Tensor& x) { return x.relu(); });
+  auto outer = compile([&](const Tensor& x) { return inner(x) + 1.0; });
+  const Tensor x = randn({5});
+  expect_same(outer(x), x.relu() + 1.0);
+  EXPECT_EQ(inner.compilations(), 0);
+  EXPECT_EQ(outer.explain(x).op_count, 3);
+}
+
+TEST(Compile, GptForwardMatchesEager) {
+  gpt::Config c;
+  c.vocab_size = 11;
+  c.block_size = 8;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  gpt::GPT model(c);
+  model->eval();
+  auto f = compile(model);
+  NoGradGuard no_grad;
+  for (int64_t t : {8, 5}) {
+    const Tensor idx = randint(0, 11, {3, t});
+    expect_same(f(idx), model(idx));
+  }
+}
+
+TEST(Compile, CnnMatchesEager) {
+  nn::Sequential cnn(nn::Conv2d(nn::Conv2dOptions(1, 4, 3).padding(1)), nn::ReLU(),
+                     nn::MaxPool2d(2), nn::Flatten(), nn::Linear(4 * 4 * 4, 10));
+  auto f = compile([&](const Tensor& x) { return cnn->forward(x); });
+  NoGradGuard no_grad;
+  const Tensor x = randn({2, 1, 8, 8});
+  expect_same(f(x), cnn->forward(x));
+  EXPECT_EQ(f.explain(x).graph_count, 1);
+}
+
+}  // namespace
+}  // namespace kiln

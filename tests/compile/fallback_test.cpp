@@ -1,0 +1,83 @@
+// What a capture cannot hold: reading values, random numbers, data-dependent sizes. The
+// function runs eagerly with a reason, or fails under fullgraph naming the op and the function.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+std::string fullgraph_error(const std::function<Tensor(const Tensor&)>& fn, const Tensor& x) {
+  auto f = compile(fn, CompileOptions().fullgraph(true).name("user_fn"));
+  try {
+    f(x);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CompileFallback, ItemRunsEagerlyWithTheReason) {
+  auto fn = [](const Tensor& x) { return x * x.sum().item<float>(); };
+  auto f = compile(fn);
+  const Tensor x = randn({4});
+  EXPECT_TRUE(allclose(f(x), fn(x)));
+  const Tensor y = randn({4});
+  EXPECT_TRUE(allclose(f(y), fn(y)));  // not a replay of x's value
+  EXPECT_EQ(f.compilations(), 0);
+  compiler::Explanation e = f.explain(x);
+  ASSERT_EQ(e.fallback_reasons.size(), 1u);
+  EXPECT_NE(e.fallback_reasons[0].find("item: the tensor is a traced value"), std::string::npos);
+  const std::string err = fullgraph_error(fn, x);
+  EXPECT_NE(err.find("user_fn cannot be captured as one graph"), std::string::npos) << err;
+  EXPECT_NE(err.find("item:"), std::string::npos) << err;
+}
+
+TEST(CompileFallback, DataDependentSizesNameTheOp) {
+  const std::string err = fullgraph_error([](const Tensor& x) { return nonzero(x); }, randn({4}));
+  EXPECT_NE(err.find("nonzero makes an output whose size depends on the input's values"),
+            std::string::npos)
+      << err;
+  auto f = compile([](const Tensor& x) { return masked_select(x, x > 0); });
+  const Tensor x = randn({6});
+  EXPECT_TRUE(equal(f(x), masked_select(x, x > 0)));
+}
+
+TEST(CompileFallback, RandomOpsRunEagerlyAndStayRandom) {
+  auto f = compile([](const Tensor& x) { return x + randn_like(x); });
+  const Tensor x = zeros({64});
+  EXPECT_FALSE(equal(f(x), f(x)));
+  EXPECT_NE(fullgraph_error([](const Tensor& t) { return t + randn_like(t); }, x)
+                .find("draws random numbers"),
+            std::string::npos);
+}
+
+TEST(CompileFallback, PrintingAValueRunsEagerly) {
+  auto fn = [](const Tensor& x) {
+    std::ostringstream os;
+    os << x;
+    return x + 1.0;
+  };
+  EXPECT_NE(fullgraph_error(fn, randn({2})).find("print: the tensor is a traced value"),
+            std::string::npos);
+  auto f = compile(fn);
+  const Tensor x = randn({2});
+  EXPECT_TRUE(allclose(f(x), x + 1.0));
+}
+
+TEST(CompileFallback, UserErrorsPropagate) {
+  auto f = compile([](const Tensor& a, const Tensor& b) { return a + b; });
+  EXPECT_THROW(f(randn({2}), randn({3})), Error);
+}
+
+TEST(CompileFallback, UnknownBackendsAndModesAreErrors) {
+  auto fn = [](const Tensor& x) { return x; };
+  EXPECT_THROW(compile(fn, CompileOptions().backend("inductor")), Error);
+  EXPECT_THROW(compile(fn, CompileOptions().mode("max-autotune")), Error);
+  EXPECT_THROW(compiler::set_logs("graph,bogus"), Error);
+}
+
+}  // namespace
+}  // namespace kiln
