@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "kiln/compile/logs.h"
+#include "kiln/compile/passes.h"
 #include "kiln/compile/replay.h"
 #include "kiln/compile/tracer.h"
 #include "kiln/core/dispatch.h"
@@ -70,6 +71,12 @@ CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args
   }
   entry->graph = tracer.finish(outs);
   finish_guards(entry->guards, entry->graph, *entry->env);
+  const int traced_ops = static_cast<int>(entry->graph.nodes.size());
+  const PassStats stats = simplify(entry->graph);
+  if (stats.merged + stats.removed > 0)
+    log(LogKind::Graph, name_ + ": " + std::to_string(traced_ops) + " ops traced, " +
+                            std::to_string(stats.merged) + " merged as common subexpressions, " +
+                            std::to_string(stats.removed) + " unused ones removed");
   return {entry, ""};
 }
 

@@ -36,6 +36,32 @@ TEST(Compile, GraphListsTheOpsTheFunctionRan) {
   EXPECT_TRUE(e.fallback_reasons.empty());
 }
 
+TEST(Compile, CommonSubexpressionsAreMergedAndUnusedOpsDropped) {
+  auto fn = [](const Tensor& x) {
+    Tensor unused = x.exp();
+    return x.sin() * 2.0 + x.sin() * 2.0;
+  };
+  const Tensor x = randn({5});
+  // Traced: exp, sin, full, mul, sin, full, mul, add. Kept: sin, full, mul, add.
+  compiler::Explanation e = compiler::explain(fn, x);
+  EXPECT_EQ(e.op_count, 4) << e;
+  EXPECT_EQ(e.graph.find("exp("), std::string::npos) << e;
+  expect_same(compile(fn)(x), fn(x));
+}
+
+TEST(Compile, GraphsThatMutateKeepTheirOps) {
+  // The second sin reads x after add_: merging it with the first would be wrong.
+  auto fn = [](const Tensor& x) {
+    Tensor a = x.sin();
+    x.add_(1.0);
+    return a + x.sin();
+  };
+  Tensor x1 = randn({4}), x2 = x1.clone();
+  expect_same(compile(fn)(x1), fn(x2));
+  expect_same(x1, x2);
+  EXPECT_EQ(compiler::explain(fn, randn({4})).op_count, 5);  // sin, full, add_, sin, add
+}
+
 TEST(Compile, LambdasTuplesAndVectors) {
   auto f = compile([](const Tensor& x, std::vector<Tensor> ys, int64_t k, double s) {
     Tensor total = x * s;
