@@ -32,6 +32,7 @@ std::string Graph::str() const {
     for (size_t k = 0; k < n.inputs.size(); ++k) os << (k ? ", " : "") << name(n.inputs[k]);
     if (n.attrs.size() > 0) os << (n.inputs.empty() ? "" : "; ") << n.attrs.to_string();
     os << ")";
+    if (!n.grad_enabled) os << " [no grad]";
     if (!n.outputs.empty()) {
       os << " : ";
       for (size_t k = 0; k < n.outputs.size(); ++k)

@@ -31,6 +31,7 @@ struct Node {
   std::vector<int> inputs;  // value ids; -1 for an undefined tensor argument
   Attrs attrs;
   bool symbolic_attrs = false;  // some attribute holds a symbolic size: evaluate it per call
+  bool grad_enabled = true;     // grad mode when the function called it (NoGradGuard inside fn)
   std::vector<int> outputs;
 };
 

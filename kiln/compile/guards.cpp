@@ -5,6 +5,7 @@
 
 #include "kiln/compile/dynamic.h"
 #include "kiln/compile/tracer.h"
+#include "kiln/core/autograd_meta.h"
 #include "kiln/core/dispatch.h"
 
 namespace kiln::compiler {
@@ -168,6 +169,8 @@ std::vector<Arg> make_traced_args(const std::vector<Arg>& args, const DynamicPol
     guards.tensors.push_back(std::move(g));
     Tensor in = tracer.add_input(std::move(sizes), std::move(strides), t.dtype(), t.device());
     in.impl()->set_wrapped_number(t.impl()->is_wrapped_number());
+    // The function may ask; autograd itself does not run in a capture.
+    if (t.requires_grad()) in.impl()->ensure_autograd_meta().requires_grad = true;
     return in;
   };
 

@@ -1,6 +1,9 @@
 #include "kiln/compile/replay.h"
 
+#include <optional>
+
 #include "kiln/core/dispatch.h"
+#include "kiln/core/grad_mode.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::compiler {
@@ -34,7 +37,11 @@ std::vector<Tensor> replay(const Graph& graph, const std::vector<Tensor>& inputs
   for (size_t i = 0; i < graph.captured.size(); ++i)
     values[graph.captured[i]] = graph.captured_tensors[i];
   std::vector<Tensor> args;
+  const bool grad_enabled = GradMode::is_enabled();
   for (const Node& n : graph.nodes) {
+    // A NoGradGuard inside the function switched autograd off for some of its ops.
+    std::optional<AutoGradMode> grad_mode;
+    if (grad_enabled && !n.grad_enabled) grad_mode.emplace(false);
     args.clear();
     for (int id : n.inputs) args.push_back(id < 0 ? Tensor() : values[id]);
     std::vector<Tensor> outs =

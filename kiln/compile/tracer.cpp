@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kiln/core/autograd_meta.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::compiler {
@@ -36,7 +37,7 @@ class Tracer::Mode final : public DispatchMode {
     Node node;
     node.op = &op;
     node.attrs = attrs;
-    node.symbolic_attrs = false;
+    node.grad_enabled = GradMode::is_enabled();
     for (size_t i = 0; i < attrs.size(); ++i)
       node.symbolic_attrs = node.symbolic_attrs || is_symbolic_attr(attrs[i]);
     for (const Tensor& in : inputs) {
@@ -48,6 +49,12 @@ class Tracer::Mode final : public DispatchMode {
     std::vector<Tensor> outs = run_meta(op, inputs, attrs);
     t_.env_.set_origin("user code after " + op.name);
     const int node_id = static_cast<int>(t_.graph_.nodes.size());
+    // Autograd does not run in a capture (this mode sits above it), but the function may ask
+    // requires_grad() of what it computed: answer as eager would.
+    const bool grad_flows = GradMode::is_enabled() && op.differentiable() &&
+                            std::any_of(inputs.begin(), inputs.end(), [](const Tensor& in) {
+                              return in.defined() && in.requires_grad();
+                            });
     for (const Tensor& out : outs) {
       const int id = t_.graph_.add_value(value_for(out, Value::Kind::NodeOutput, node_id));
       node.outputs.push_back(id);
@@ -55,7 +62,11 @@ class Tracer::Mode final : public DispatchMode {
       const bool is_input = std::any_of(inputs.begin(), inputs.end(), [&](const Tensor& in) {
         return in.defined() && in.impl() == out.impl();
       });
-      if (!is_input) out.impl()->set_traced(true);
+      if (!is_input) {
+        out.impl()->set_traced(true);
+        if (grad_flows && is_floating_point(out.dtype()))
+          out.impl()->ensure_autograd_meta().requires_grad = true;
+      }
       t_.ids_[out.impl()] = id;
       t_.seen_.push_back(out);
     }

@@ -105,6 +105,36 @@ TEST(Compile, GradientsFlowThroughTheEagerBackend) {
   expect_same(g, lin->weight.grad());
 }
 
+TEST(Compile, NoGradInsideTheFunctionHoldsInReplays) {
+  // y is a constant to autograd: d(x * y)/dx = y = 2x, not 4x.
+  auto fn = [](const Tensor& x) {
+    Tensor y;
+    {
+      NoGradGuard no_grad;
+      y = x * 2.0;
+    }
+    return x * y;
+  };
+  auto f = compile(fn);
+  for (int call = 0; call < 2; ++call) {
+    Tensor x = randn({3}).requires_grad_(true);
+    f(x).sum().backward();
+    expect_same(x.grad(), x.detach() * 2.0);
+  }
+  EXPECT_NE(f.explain(randn({3}).requires_grad_(true)).graph.find("[no grad]"), std::string::npos);
+}
+
+TEST(Compile, RequiresGradReadsAsInEager) {
+  auto fn = [](const Tensor& x) { return (x * 2.0).requires_grad() ? x * 3.0 : x * 4.0; };
+  auto f = compile(fn);
+  const Tensor plain = ones({2});
+  const Tensor leaf = ones({2}).requires_grad_(true);
+  EXPECT_TRUE(allclose(f(plain), full({2}, 4.0)));
+  EXPECT_TRUE(allclose(f(leaf), full({2}, 3.0)));
+  NoGradGuard no_grad;
+  EXPECT_TRUE(allclose(f(leaf), full({2}, 4.0)));
+}
+
 TEST(Compile, AnInputMutatedInsideIsMutatedAfterTheCall) {
   auto f = compile([](const Tensor& x) {
     x.add_(1.0);

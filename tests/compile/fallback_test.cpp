@@ -67,6 +67,27 @@ TEST(CompileFallback, PrintingAValueRunsEagerly) {
   EXPECT_TRUE(allclose(f(x), x + 1.0));
 }
 
+TEST(CompileFallback, InPlaceViewOpsRunEagerly) {
+  // t_ changes x's own geometry: a replay of the recorded transpose alone would not.
+  auto fn = [](const Tensor& x) {
+    Tensor y = x.clone();
+    y.t_();
+    return y.contiguous();
+  };
+  const Tensor x = randn({2, 3});
+  EXPECT_TRUE(equal(compile(fn)(x), x.t().contiguous()));
+  EXPECT_NE(fullgraph_error(fn, x).find("t_: an in-place view op"), std::string::npos);
+  EXPECT_NE(fullgraph_error(
+                [](const Tensor& t) {
+                  Tensor y = t * 1.0;
+                  y.resize_({6});
+                  return y;
+                },
+                x)
+                .find("resize_:"),
+            std::string::npos);
+}
+
 TEST(CompileFallback, UserErrorsPropagate) {
   auto f = compile([](const Tensor& a, const Tensor& b) { return a + b; });
   EXPECT_THROW(f(randn({2}), randn({3})), Error);

@@ -12,6 +12,12 @@ namespace {
 // the view's grad_fn (whose backward leads to self's old history); the version counter moves, so
 // a backward that saved self before the change fails instead of using the new shape.
 Tensor& become_view(Tensor& self, const Tensor& view, const char* op) {
+  // Under kiln::compile's capture the out-of-place view was recorded but this change of self's
+  // own geometry would not be: the function runs eagerly instead (DataDependentError).
+  if (view.impl()->is_traced())
+    throw DataDependentError(std::string(op) +
+                             ": an in-place view op changes a tensor's own sizes, which a "
+                             "capture does not record yet");
   TensorImpl& impl = *self.impl();
   AutogradMeta* m = impl.autograd_meta();
   const bool recording = GradMode::is_enabled() && m && m->requires_grad;
@@ -60,6 +66,9 @@ const Tensor& Tensor::resize_(IntArrayRef size, std::optional<MemoryFormat> memo
                  *memory_format == MemoryFormat::Preserve,
              "resize_: memory_format ", *memory_format, " is not supported (only Contiguous)");
   TensorImpl& impl = *checked();
+  if (impl.is_traced())
+    throw DataDependentError(
+        "resize_: resizing changes a tensor's own sizes, which a capture does not record yet");
   const std::vector<int64_t> sizes = size.vec();
   for (int64_t s : sizes) KILN_CHECK(s >= 0, "resize_: sizes must be non-negative, got ", size);
   impl.storage()->bump_version();
