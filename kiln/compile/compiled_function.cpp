@@ -1,5 +1,6 @@
 #include "kiln/compile/compiled_function.h"
 
+#include <algorithm>
 #include <atomic>
 #include <ostream>
 #include <sstream>
@@ -16,8 +17,12 @@ namespace {
 std::atomic<int> g_next_id{0};
 
 bool has_traced_tensor(const std::vector<Arg>& args) {
-  for (const Tensor& t : flat_tensors(args))
-    if (t.defined() && t.impl()->is_traced()) return true;
+  auto traced = [](const Tensor& t) { return t.defined() && t.impl()->is_traced(); };
+  for (const Arg& a : args) {
+    if (const auto* t = std::get_if<Tensor>(&a); t && traced(*t)) return true;
+    if (const auto* l = std::get_if<std::vector<Tensor>>(&a))
+      if (std::any_of(l->begin(), l->end(), traced)) return true;
+  }
   return false;
 }
 

@@ -97,13 +97,15 @@ bool check_tensor(const TensorGuard& g, const Tensor& t, std::vector<int64_t>& s
   const IntArrayRef sizes = t.sizes();
   for (size_t d = 0; d < g.dims.size(); ++d) {
     const DimGuard& dg = g.dims[d];
-    const std::string what = ".size(" + std::to_string(d) + ")";
+    // Messages are built only on failure: this runs on every call.
+    auto what = [d] { return ".size(" + std::to_string(d) + ")"; };
     if (dg.symbol < 0) {
-      if (sizes[d] != dg.size) return fail(what, dg.size, sizes[d]);
+      if (sizes[d] != dg.size) return fail(what(), dg.size, sizes[d]);
     } else if (symbols[dg.symbol] < 0) {
       symbols[dg.symbol] = sizes[d];
     } else if (symbols[dg.symbol] != sizes[d]) {
-      return fail(what, std::to_string(symbols[dg.symbol]) + " (the size it shares a symbol with)",
+      return fail(what(),
+                  std::to_string(symbols[dg.symbol]) + " (the size it shares a symbol with)",
                   sizes[d]);
     }
   }
@@ -218,20 +220,20 @@ bool Guards::check(const std::vector<Arg>& call, const std::vector<Tensor>& capt
   symbols.assign(static_cast<size_t>(env->num_symbols()), -1);
   for (size_t i = 0; i < call.size(); ++i) {
     const ArgGuard& ag = args[i];
-    const std::string where = "args[" + std::to_string(i) + "]";
+    auto where = [i] { return "args[" + std::to_string(i) + "]"; };
     if (call[i].index() != ag.kind)
-      return fail(where + ": expected a " + arg_kind_name(ag.kind) + ", got a " +
+      return fail(where() + ": expected a " + arg_kind_name(ag.kind) + ", got a " +
                   arg_kind_name(call[i].index()));
     if (const auto* t = std::get_if<Tensor>(&call[i])) {
       if (!check_tensor(tensors[ag.tensors[0]], *t, symbols, why)) return false;
     } else if (const auto* l = std::get_if<std::vector<Tensor>>(&call[i])) {
       if (l->size() != ag.tensors.size())
-        return fail(where + ".size(): expected " + std::to_string(ag.tensors.size()) + ", got " +
+        return fail(where() + ".size(): expected " + std::to_string(ag.tensors.size()) + ", got " +
                     std::to_string(l->size()));
       for (size_t k = 0; k < l->size(); ++k)
         if (!check_tensor(tensors[ag.tensors[k]], (*l)[k], symbols, why)) return false;
     } else if (!same_value(call[i], ag.value)) {
-      return fail(where + ": expected " + value_text(ag.value) + ", got " + value_text(call[i]));
+      return fail(where() + ": expected " + value_text(ag.value) + ", got " + value_text(call[i]));
     }
   }
   for (size_t k = 0; k < captured.size(); ++k)
