@@ -10,6 +10,7 @@
 
 #include "kiln/core/tensor.h"
 #include "kiln/ops/attrs.h"
+#include "kiln/ops/lowering.h"
 
 namespace kiln {
 
@@ -84,7 +85,7 @@ struct OpDef {
   ReferenceFn reference_;
   ErrorSampleFn error_samples_;
   std::vector<ScalarType> dtypes_;  // dtypes the op-table tests run
-  std::string lowering_;            // how the compiler expresses it ("pointwise:...", "view", ...)
+  lowering::Lowering lowering_;     // how the compiler expresses it (kiln/ops/lowering.h)
   bool has_jvp = false;
   bool has_vmap = false;
   // What autograd keeps for the backward formula, bit i standing for input/output i: exactly
@@ -112,7 +113,8 @@ struct OpDef {
   OpDef& reference(ReferenceFn f) { reference_ = std::move(f); return *this; }
   OpDef& error_samples(ErrorSampleFn f) { error_samples_ = std::move(f); return *this; }
   OpDef& dtypes(std::vector<ScalarType> d) { dtypes_ = std::move(d); return *this; }
-  OpDef& lowering(std::string l) { lowering_ = std::move(l); return *this; }
+  OpDef& lowering(std::string_view l) { lowering_ = lowering::Lowering::parse(l); return *this; }
+  OpDef& lowering(lowering::Lowering l) { lowering_ = std::move(l); return *this; }
   OpDef& view() { is_view = true; metadata_inputs = ~uint64_t{0}; return *this; }
   // Every saved input, or only these, is saved as metadata.
   OpDef& save_metadata() { metadata_inputs = ~uint64_t{0}; return *this; }

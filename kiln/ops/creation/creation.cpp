@@ -70,7 +70,14 @@ KILN_REGISTER_OP(full)
       return std::vector<Tensor>{out};
     })
     .dtypes({kFloat64, kFloat32, kBFloat16, kInt64, kBool})
-    .lowering("pointwise:full");
+    .lowering(lowering::Lowering::of("full", [](const lowering::Call& c) -> lowering::ExprPtr {
+      const Scalar v = c.attrs.scalar(1);
+      // Constants are doubles: integers beyond 2^53 stay extern calls.
+      if (!is_floating_point(c.output) &&
+          (v.is_floating_point() || v.to_double() > 0x1p53 || v.to_double() < -0x1p53))
+        return nullptr;
+      return lowering::constant(v.to_double(), c.output);
+    }));
 
 KILN_REGISTER_OP(_to_copy)
     .schema("_to_copy(Tensor self, ScalarType dtype, Device device) -> Tensor")
@@ -95,7 +102,9 @@ KILN_REGISTER_OP(_to_copy)
       return std::vector<Tensor>{in[0]};
     })
     .dtypes({kFloat64, kFloat32, kInt32})
-    .lowering("pointwise:convert");
+    .lowering(lowering::Lowering::of("convert", [](const lowering::Call& c) {
+      return lowering::input(0, c.output);
+    }));
 
 KILN_REGISTER_OP(clone)
     .schema("clone(Tensor self) -> Tensor")
@@ -109,7 +118,9 @@ KILN_REGISTER_OP(clone)
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       return std::vector<Tensor>{in[0]};
     })
-    .lowering("pointwise:identity");
+    .lowering(lowering::Lowering::of("identity", [](const lowering::Call& c) {
+      return lowering::input(0, c.output);
+    }));
 
 KILN_REGISTER_OP(copy_)
     .schema("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)")

@@ -73,6 +73,25 @@ Tensor gelu_second_derivative(const Tensor& x, bool tanh_approx) {
   return ds * 2 + x * d2s;
 }
 
+// The functors of the ops with parameters, from their attributes (kernel and lowering both).
+scalar::ThresholdBackward threshold_backward_of(const Attrs& a) {
+  return {a.scalar(0).to_double()};
+}
+scalar::Hardtanh relu6_of(const Attrs&) { return {0, 6}; }
+scalar::Hardtanh hardtanh_of(const Attrs& a) { return {a.f(0), a.f(1)}; }
+scalar::LeakyRelu leaky_relu_of(const Attrs& a) { return {a.f(0)}; }
+scalar::Elu elu_of(const Attrs& a) { return {a.f(0), a.f(1), a.f(2)}; }
+scalar::Elu selu_of(const Attrs&) { return {scalar::kSeluAlpha, scalar::kSeluScale, 1}; }
+scalar::Softplus softplus_of(const Attrs& a) { return {a.f(0), a.f(1)}; }
+
+// gelu and its backward: the functor by the approximation (the kernel's choice).
+lowering::Lowering gelu_lowering(size_t n, const char* op, const char* exact, const char* tanh) {
+  return lowering::Lowering::of(exact, [=](const lowering::Call& c) {
+    return pointwise::apply_expr<Dtypes::HotFloating>(
+        gelu_mode(c.attrs, op) == "tanh" ? tanh : exact, {}, n, c.output);
+  });
+}
+
 }  // namespace
 
 KILN_POINTWISE_ENTRY unary_float_op<scalar::Sigmoid, Dtypes::HotFloating>("sigmoid", "Sigmoid", -4,
@@ -100,14 +119,13 @@ KILN_REGISTER_OP(relu)
     .reference(reference([](double x) { return x > 0 ? x : 0.0; }))
     .dtypes(pointwise::kNumeric)
     .error_samples(pointwise::errors(1, kBool))
-    .lowering("pointwise:kiln::scalar::Relu");
+    .lowering(pointwise::lower<scalar::Relu, 1, Dtypes::Numeric | Dtypes::Native16>("Relu"));
 
 KILN_REGISTER_OP(threshold_backward)
     .schema("threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor")
     .meta(meta::broadcast("threshold_backward", meta::ResultKind::Promote))
-    .cpu(pointwise::kernel_with<2, Dtypes::Numeric | Dtypes::Native16>(
-        "threshold_backward",
-        [](const Attrs& a) { return scalar::ThresholdBackward{a.scalar(0).to_double()}; }))
+    .cpu(pointwise::kernel_with<2, Dtypes::Numeric | Dtypes::Native16>("threshold_backward",
+                                                                       threshold_backward_of))
     .save_inputs({1})
     .backward([](const BackwardContext& c) {
       return grads(threshold_backward(c.grad(), c.input(1), c.attrs.scalar(0)),
@@ -121,15 +139,13 @@ KILN_REGISTER_OP(threshold_backward)
     }))
     .dtypes(pointwise::kNumeric)
     .error_samples(pointwise::errors(2, kBool, {Scalar(0)}))
-    .lowering("pointwise:kiln::scalar::ThresholdBackward");
+    .lowering(pointwise::lower_with<2, Dtypes::Numeric | Dtypes::Native16>("ThresholdBackward",
+                                                                           threshold_backward_of));
 
 KILN_REGISTER_OP(relu6)
     .schema("relu6(Tensor self) -> Tensor")
     .meta(meta::unary)
-    .cpu(pointwise::kernel_with<1, Dtypes::Numeric>("relu6",
-                                                    [](const Attrs&) {
-                                                      return scalar::Hardtanh{0, 6};
-                                                    }))
+    .cpu(pointwise::kernel_with<1, Dtypes::Numeric>("relu6", relu6_of))
     .backward([](const BackwardContext& c) {
       return grads(inside_grad(c.grad(), c.input(0), 0, 6));
     })
@@ -137,15 +153,12 @@ KILN_REGISTER_OP(relu6)
     .reference(reference([](double x) { return std::min(std::max(x, 0.0), 6.0); }))
     .dtypes(pointwise::kNumeric)
     .error_samples(pointwise::errors(1, kBool))
-    .lowering("pointwise:kiln::scalar::Hardtanh");
+    .lowering(pointwise::lower_with<1, Dtypes::Numeric>("Hardtanh", relu6_of));
 
 KILN_REGISTER_OP(hardtanh)
     .schema("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor")
     .meta(meta::unary)
-    .cpu(pointwise::kernel_with<1, Dtypes::Numeric>("hardtanh",
-                                                    [](const Attrs& a) {
-                                                      return scalar::Hardtanh{a.f(0), a.f(1)};
-                                                    }))
+    .cpu(pointwise::kernel_with<1, Dtypes::Numeric>("hardtanh", hardtanh_of))
     .backward([](const BackwardContext& c) {
       return grads(inside_grad(c.grad(), c.input(0), c.attrs.f(0), c.attrs.f(1)));
     })
@@ -157,15 +170,12 @@ KILN_REGISTER_OP(hardtanh)
     }))
     .dtypes(pointwise::kNumeric)
     .error_samples(pointwise::errors(1, kBool, {Scalar(-1), Scalar(1)}))
-    .lowering("pointwise:kiln::scalar::Hardtanh");
+    .lowering(pointwise::lower_with<1, Dtypes::Numeric>("Hardtanh", hardtanh_of));
 
 KILN_REGISTER_OP(leaky_relu)
     .schema("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor")
     .meta(meta::unary)
-    .cpu(pointwise::kernel_with<1, Dtypes::Floating>("leaky_relu",
-                                                     [](const Attrs& a) {
-                                                       return scalar::LeakyRelu{a.f(0)};
-                                                     }))
+    .cpu(pointwise::kernel_with<1, Dtypes::Floating>("leaky_relu", leaky_relu_of))
     .backward([](const BackwardContext& c) {
       return grads(where(c.input(0) > 0, c.grad(), c.grad() * c.attrs.f(0)));
     })
@@ -177,15 +187,12 @@ KILN_REGISTER_OP(leaky_relu)
     }))
     .dtypes(pointwise::kFloating)
     .error_samples(pointwise::errors(1, kInt64, {Scalar(0.01)}))
-    .lowering("pointwise:kiln::scalar::LeakyRelu");
+    .lowering(pointwise::lower_with<1, Dtypes::Floating>("LeakyRelu", leaky_relu_of));
 
 KILN_REGISTER_OP(elu)
     .schema("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor")
     .meta(meta::unary)
-    .cpu(pointwise::kernel_with<1, Dtypes::Floating>("elu",
-                                                     [](const Attrs& a) {
-                                                       return scalar::Elu{a.f(0), a.f(1), a.f(2)};
-                                                     }))
+    .cpu(pointwise::kernel_with<1, Dtypes::Floating>("elu", elu_of))
     .backward([](const BackwardContext& c) {
       const Attrs& a = c.attrs;
       return grads(elu_grad(c.grad(), c.input(0), a.f(0), a.f(1), a.f(2)));
@@ -199,16 +206,12 @@ KILN_REGISTER_OP(elu)
     }))
     .dtypes(pointwise::kFloating)
     .error_samples(pointwise::errors(1, kInt64, {Scalar(1), Scalar(1), Scalar(1)}))
-    .lowering("pointwise:kiln::scalar::Elu");
+    .lowering(pointwise::lower_with<1, Dtypes::Floating>("Elu", elu_of));
 
 KILN_REGISTER_OP(selu)
     .schema("selu(Tensor self) -> Tensor")
     .meta(meta::unary)
-    .cpu(pointwise::kernel_with<1, Dtypes::Floating>(
-        "selu",
-        [](const Attrs&) {
-          return scalar::Elu{scalar::kSeluAlpha, scalar::kSeluScale, 1};
-        }))
+    .cpu(pointwise::kernel_with<1, Dtypes::Floating>("selu", selu_of))
     .backward([](const BackwardContext& c) {
       return grads(elu_grad(c.grad(), c.input(0), scalar::kSeluAlpha, scalar::kSeluScale, 1));
     })
@@ -219,7 +222,7 @@ KILN_REGISTER_OP(selu)
     }))
     .dtypes(pointwise::kFloating)
     .error_samples(pointwise::errors(1, kInt64))
-    .lowering("pointwise:kiln::scalar::Elu");
+    .lowering(pointwise::lower_with<1, Dtypes::Floating>("Elu", selu_of));
 
 KILN_REGISTER_OP(gelu)
     .schema("gelu(Tensor self, str approximate='none') -> Tensor")
@@ -256,7 +259,7 @@ KILN_REGISTER_OP(gelu)
                    "approximate"});
       return s;
     })
-    .lowering("pointwise:kiln::scalar::Gelu");
+    .lowering(gelu_lowering(1, "gelu", "Gelu", "GeluTanh"));
 
 KILN_REGISTER_OP(gelu_backward)
     .schema("gelu_backward(Tensor grad_output, Tensor self, str approximate='none') -> Tensor")
@@ -305,7 +308,7 @@ KILN_REGISTER_OP(gelu_backward)
                    "approximate"});
       return s;
     })
-    .lowering("pointwise:kiln::scalar::GeluBackward");
+    .lowering(gelu_lowering(2, "gelu_backward", "GeluBackward", "GeluTanhBackward"));
 
 KILN_POINTWISE_ENTRY unary_float_op<scalar::Silu, Dtypes::HotFloating>("silu", "Silu", -4, 4)
     .backward([](const BackwardContext& c) {
@@ -328,10 +331,7 @@ KILN_POINTWISE_ENTRY unary_float_op<scalar::Mish>("mish", "Mish", -4, 4)
 KILN_REGISTER_OP(softplus)
     .schema("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor")
     .meta(meta::unary)
-    .cpu(pointwise::kernel_with<1, Dtypes::Floating>("softplus",
-                                                     [](const Attrs& a) {
-                                                       return scalar::Softplus{a.f(0), a.f(1)};
-                                                     }))
+    .cpu(pointwise::kernel_with<1, Dtypes::Floating>("softplus", softplus_of))
     .backward([](const BackwardContext& c) {
       const Tensor& x = c.input(0);
       const double beta = c.attrs.f(0), threshold = c.attrs.f(1);
@@ -347,7 +347,7 @@ KILN_REGISTER_OP(softplus)
     }))
     .dtypes(pointwise::kFloating)
     .error_samples(pointwise::errors(1, kInt64, {Scalar(1), Scalar(20)}))
-    .lowering("pointwise:kiln::scalar::Softplus");
+    .lowering(pointwise::lower_with<1, Dtypes::Floating>("Softplus", softplus_of));
 
 KILN_POINTWISE_ENTRY unary_float_op<scalar::Hardsigmoid>("hardsigmoid", "Hardsigmoid", -5, 5)
     .backward([](const BackwardContext& c) {

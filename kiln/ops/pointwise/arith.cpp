@@ -28,6 +28,30 @@ KernelFn add_kernel(double sign) {
   };
 }
 
+// The lowering of add_kernel(sign).
+lowering::Lowering add_lowering(double sign) {
+  return lowering::Lowering::of("Add", [sign](const lowering::Call& c) -> lowering::ExprPtr {
+    const double alpha = sign * c.attrs.scalar(0).to_double();
+    if (c.output == kBool || alpha == 1)
+      return pointwise::apply_expr<Dtypes::All | Dtypes::Native16>("Add", {}, 2, c.output);
+    auto sum = pointwise::apply_expr<Dtypes::Numeric | Dtypes::Native16>("Add", {}, 2, c.output);
+    if (!sum) return nullptr;
+    const ScalarType ct = sum->dtype;
+    auto scaled = lowering::call("Mul", {}, {lowering::constant(alpha, ct), sum->args[1]}, ct);
+    return lowering::call("Add", {}, {sum->args[0], scaled}, ct);
+  });
+}
+
+// The lowering of a kernel that computes F for floating outputs and checks integer divisors
+// first (the check reads values: integer calls stay extern calls).
+template <unsigned W>
+lowering::Lowering floating_lowering(const char* functor) {
+  return lowering::Lowering::of(functor, [functor](const lowering::Call& c) -> lowering::ExprPtr {
+    if (!is_floating_point(c.output)) return nullptr;
+    return pointwise::apply_expr<W>(functor, {}, 2, c.output);
+  });
+}
+
 MetaFn add_meta(const char* name) {
   MetaFn base = meta::broadcast(name, meta::ResultKind::Promote);
   const bool is_sub = std::string(name) == "sub";
@@ -108,7 +132,7 @@ KILN_REGISTER_OP(add)
     }))
     .dtypes(pointwise::kAll)
     .error_samples(pointwise::errors(2, ScalarType::Undefined, {Scalar(1)}))
-    .lowering("pointwise:kiln::scalar::Add");
+    .lowering(add_lowering(1));
 
 KILN_REGISTER_OP(sub)
     .schema("sub(Tensor self, Tensor other, Scalar alpha=1) -> Tensor")
@@ -131,7 +155,7 @@ KILN_REGISTER_OP(sub)
                    "bool operands"});
       return s;
     })
-    .lowering("pointwise:kiln::scalar::Sub");
+    .lowering(add_lowering(-1));
 
 KILN_REGISTER_OP(mul)
     .schema("mul(Tensor self, Tensor other) -> Tensor")
@@ -145,7 +169,7 @@ KILN_REGISTER_OP(mul)
     .reference(pointwise::reference([](double a, double b) { return a * b; }))
     .dtypes(pointwise::kAll)
     .error_samples(pointwise::errors(2, ScalarType::Undefined))
-    .lowering("pointwise:kiln::scalar::Mul");
+    .lowering(pointwise::lower<scalar::Mul, 2, Dtypes::All | Dtypes::Native16>("Mul"));
 
 KILN_REGISTER_OP(div)
     .schema("div(Tensor self, Tensor other, str? rounding_mode=None) -> Tensor")
@@ -195,7 +219,14 @@ KILN_REGISTER_OP(div)
                    /*in_meta=*/false});
       return s;
     })
-    .lowering("pointwise:kiln::scalar::Div");
+    .lowering(lowering::Lowering::of("Div", [](const lowering::Call& c) -> lowering::ExprPtr {
+      auto mode = rounding_mode(c.attrs);
+      if (!mode)
+        return pointwise::apply_expr<Dtypes::Floating | Dtypes::Native16>("Div", {}, 2, c.output);
+      if (!is_floating_point(c.output)) return nullptr;  // the kernel checks for zero divisors
+      return pointwise::apply_expr<Dtypes::Numeric>(*mode == "trunc" ? "DivTrunc" : "DivFloor", {},
+                                                    2, c.output);
+    }));
 
 KILN_REGISTER_OP(neg)
     .schema("neg(Tensor self) -> Tensor")
@@ -207,7 +238,7 @@ KILN_REGISTER_OP(neg)
     .reference(pointwise::reference([](double a) { return -a; }))
     .dtypes(pointwise::kNumeric)
     .error_samples(pointwise::errors(1, kBool))
-    .lowering("pointwise:kiln::scalar::Neg");
+    .lowering(pointwise::lower<scalar::Neg, 1, Dtypes::Numeric | Dtypes::Native16>("Neg"));
 
 KILN_REGISTER_OP(abs)
     .schema("abs(Tensor self) -> Tensor")
@@ -218,7 +249,7 @@ KILN_REGISTER_OP(abs)
     .reference(pointwise::reference([](double a) { return std::fabs(a); }))
     .dtypes(pointwise::kNumeric)
     .error_samples(pointwise::errors(1, kBool))
-    .lowering("pointwise:kiln::scalar::Abs");
+    .lowering(pointwise::lower<scalar::Abs, 1, Dtypes::Numeric>("Abs"));
 
 KILN_REGISTER_OP(sign)
     .schema("sign(Tensor self) -> Tensor")
@@ -231,7 +262,7 @@ KILN_REGISTER_OP(sign)
                                                           : a < 0 ? -1.0
                                                                   : 0.0; }))
     .dtypes(pointwise::kAll)
-    .lowering("pointwise:kiln::scalar::Sign");
+    .lowering(pointwise::lower<scalar::Sign, 1, Dtypes::All>("Sign"));
 
 KILN_REGISTER_OP(square)
     .schema("square(Tensor self) -> Tensor")
@@ -242,7 +273,7 @@ KILN_REGISTER_OP(square)
     .reference(pointwise::reference([](double a) { return a * a; }))
     .dtypes(pointwise::kNumeric)
     .error_samples(pointwise::errors(1, kBool))
-    .lowering("pointwise:kiln::scalar::Square");
+    .lowering(pointwise::lower<scalar::Square, 1, Dtypes::Numeric>("Square"));
 
 KILN_REGISTER_OP(pow)
     .schema("pow(Tensor self, Tensor exponent) -> Tensor")
@@ -289,7 +320,7 @@ KILN_REGISTER_OP(pow)
                    /*in_meta=*/false});
       return s;
     })
-    .lowering("pointwise:kiln::scalar::Pow");
+    .lowering(floating_lowering<Dtypes::Numeric>("Pow"));
 
 namespace {
 // fmod and remainder: bool operands, and an integer divisor of 0 (found by the kernel).
@@ -321,7 +352,7 @@ KILN_REGISTER_OP(fmod)
     .reference(pointwise::reference([](double a, double b) { return std::fmod(a, b); }))
     .dtypes(pointwise::kNumeric)
     .error_samples(integer_division_errors)
-    .lowering("pointwise:kiln::scalar::Fmod");
+    .lowering(floating_lowering<Dtypes::Numeric>("Fmod"));
 
 KILN_REGISTER_OP(remainder)
     .schema("remainder(Tensor self, Tensor other) -> Tensor")
@@ -340,7 +371,7 @@ KILN_REGISTER_OP(remainder)
     .reference(pointwise::reference([](double a, double b) { return a - b * std::floor(a / b); }))
     .dtypes(pointwise::kNumeric)
     .error_samples(integer_division_errors)
-    .lowering("pointwise:kiln::scalar::Remainder");
+    .lowering(floating_lowering<Dtypes::Numeric>("Remainder"));
 
 KILN_REGISTER_OP(maximum)
     .schema("maximum(Tensor self, Tensor other) -> Tensor")
@@ -355,7 +386,7 @@ KILN_REGISTER_OP(maximum)
     .reference(pointwise::reference([](double a, double b) { return a > b ? a : b; }))
     .dtypes(pointwise::kAll)
     .error_samples(pointwise::errors(2, ScalarType::Undefined))
-    .lowering("pointwise:kiln::scalar::Maximum");
+    .lowering(pointwise::lower<scalar::Maximum, 2, Dtypes::All>("Maximum"));
 
 KILN_REGISTER_OP(minimum)
     .schema("minimum(Tensor self, Tensor other) -> Tensor")
@@ -370,7 +401,7 @@ KILN_REGISTER_OP(minimum)
     .reference(pointwise::reference([](double a, double b) { return a < b ? a : b; }))
     .dtypes(pointwise::kAll)
     .error_samples(pointwise::errors(2, ScalarType::Undefined))
-    .lowering("pointwise:kiln::scalar::Minimum");
+    .lowering(pointwise::lower<scalar::Minimum, 2, Dtypes::All>("Minimum"));
 
 namespace {
 [[maybe_unused]] const bool kInplaceRegistered =

@@ -79,6 +79,20 @@ KernelFn classify_kernel(const char* op, bool on_integers) {
   };
 }
 
+lowering::Lowering logical_lowering(const char* functor, size_t n) {
+  return lowering::Lowering::of(functor, [functor, n](const lowering::Call&) {
+    return pointwise::apply_expr<Dtypes::Boolean>(functor, {}, n, kBool);
+  });
+}
+
+lowering::Lowering classify_lowering(const char* functor, bool on_integers) {
+  return lowering::Lowering::of(functor, [=](const lowering::Call& c) {
+    const ScalarType dt = c.inputs[0].dtype();
+    if (!is_floating_point(dt)) return lowering::constant(on_integers, kBool);
+    return pointwise::apply_expr<Dtypes::Floating>(functor, {}, 1, dt, kBool);
+  });
+}
+
 }  // namespace
 
 #define KILN_COMPARISON_OP(name, Functor, expr)                                               \
@@ -90,7 +104,7 @@ KernelFn classify_kernel(const char* op, bool on_integers) {
       .reference(pointwise::reference([](double a, double b) { return (expr) ? 1.0 : 0.0; })) \
       .dtypes(pointwise::kAll)                                                                \
       .error_samples(pointwise::errors(2, ScalarType::Undefined))                             \
-      .lowering("pointwise:kiln::scalar::" #Functor);
+      .lowering(pointwise::lower_predicate<2, Dtypes::All>(#Functor));
 KILN_COMPARISON_OP(eq, Eq, a == b)
 KILN_COMPARISON_OP(ne, Ne, a != b)
 KILN_COMPARISON_OP(lt, Lt, a < b)
@@ -111,7 +125,7 @@ KILN_COMPARISON_OP(ge, Ge, a >= b)
       }))                                                         \
       .dtypes(pointwise::kAll)                                    \
       .error_samples(pointwise::errors(2, ScalarType::Undefined)) \
-      .lowering("pointwise:kiln::scalar::" #Functor);
+      .lowering(logical_lowering(#Functor, 2));
 KILN_LOGICAL_OP(logical_and, LogicalAnd, a&& b)
 KILN_LOGICAL_OP(logical_or, LogicalOr, a || b)
 KILN_LOGICAL_OP(logical_xor, LogicalXor, a != b)
@@ -128,7 +142,7 @@ KILN_REGISTER_OP(logical_not)
     })
     .reference(pointwise::reference([](double x) { return x == 0 ? 1.0 : 0.0; }))
     .dtypes(pointwise::kAll)
-    .lowering("pointwise:kiln::scalar::LogicalNot");
+    .lowering(logical_lowering("LogicalNot", 1));
 
 // Bitwise references on the values as int64 (two's complement, like the narrower types).
 #define KILN_BITWISE_OP(name, Functor, op)                                              \
@@ -142,7 +156,7 @@ KILN_REGISTER_OP(logical_not)
       }))                                                                               \
       .dtypes(pointwise::kIntegral)                                                     \
       .error_samples(pointwise::errors(2, kFloat32))                                    \
-      .lowering("pointwise:kiln::scalar::" #Functor);
+      .lowering(pointwise::lower<scalar::Functor, 2, Dtypes::Integral>(#Functor));
 KILN_BITWISE_OP(bitwise_and, BitwiseAnd, &)
 KILN_BITWISE_OP(bitwise_or, BitwiseOr, |)
 KILN_BITWISE_OP(bitwise_xor, BitwiseXor, ^)
@@ -161,7 +175,7 @@ KILN_REGISTER_OP(bitwise_not)
     })
     .dtypes(pointwise::kIntegral)
     .error_samples(pointwise::errors(1, kFloat32))
-    .lowering("pointwise:kiln::scalar::BitwiseNot");
+    .lowering(pointwise::lower<scalar::BitwiseNot, 1, Dtypes::Integral>("BitwiseNot"));
 
 #define KILN_CLASSIFY_OP(name, Functor, fn, on_integers)                                \
   KILN_REGISTER_OP(name)                                                                \
@@ -171,7 +185,7 @@ KILN_REGISTER_OP(bitwise_not)
       .samples(classify_samples)                                                        \
       .reference(pointwise::reference([](double x) { return std::fn(x) ? 1.0 : 0.0; })) \
       .dtypes(pointwise::kAll)                                                          \
-      .lowering("pointwise:kiln::scalar::" #Functor);
+      .lowering(classify_lowering(#Functor, on_integers));
 KILN_CLASSIFY_OP(isnan, IsNan, isnan, false)
 KILN_CLASSIFY_OP(isinf, IsInf, isinf, false)
 KILN_CLASSIFY_OP(isfinite, IsFinite, isfinite, true)
@@ -212,7 +226,11 @@ KILN_REGISTER_OP(nan_to_num)
       })(in, a);
     })
     .dtypes(pointwise::kAll)
-    .lowering("pointwise:kiln::scalar::NanToNum");
+    .lowering(lowering::Lowering::of("NanToNum", [](const lowering::Call& c) {
+      if (!is_floating_point(c.output)) return lowering::input(0, c.output);
+      return pointwise::apply_expr<Dtypes::Floating>(
+          "NanToNum", lowering::params_of(nan_to_num_functor(c.attrs, c.output)), 1, c.output);
+    }));
 
 namespace {
 [[maybe_unused]] const bool kInplaceRegistered = pointwise::register_inplace(

@@ -31,7 +31,10 @@ OpDef& rounding_op(const char* name, const char* functor, double (*ref)(double))
       .samples([](ScalarType dt) { return samples::unary(dt); })
       .reference(reference(ref))
       .dtypes(pointwise::kNumeric)
-      .lowering(std::string("pointwise:kiln::scalar::") + functor);
+      .lowering(lowering::Lowering::of(functor, [functor](const lowering::Call& c) {
+        if (!is_floating_point(c.output)) return lowering::input(0, c.output);
+        return pointwise::apply_expr<Dtypes::Floating>(functor, {}, 1, c.output);
+      }));
 }
 
 // Round half to even, written out (independent of the kernel's nearbyint).
@@ -144,7 +147,7 @@ KILN_REGISTER_OP(atan2)
     .reference(reference([](double y, double x) { return std::atan2(y, x); }))
     .dtypes(pointwise::kFloatingAndInt)
     .error_samples(pointwise::errors(2, ScalarType::Undefined))
-    .lowering("pointwise:kiln::scalar::Atan2");
+    .lowering(pointwise::lower<scalar::Atan2, 2, Dtypes::Floating>("Atan2"));
 
 KILN_POINTWISE_ENTRY unary_float_op<scalar::Sinh>("sinh", "Sinh", -3, 3)
     .backward([](const BackwardContext& c) { return grads(c.grad() * c.input(0).cosh()); })
@@ -233,7 +236,11 @@ KILN_REGISTER_OP(round)
                                          "integers with decimals",
                                          /*in_meta=*/false}};
     })
-    .lowering("pointwise:kiln::scalar::Round");
+    .lowering(lowering::Lowering::of("Round", [](const lowering::Call& c) -> lowering::ExprPtr {
+      if (c.attrs.i(0) != 0) return nullptr;  // RoundDecimals holds more than doubles
+      if (!is_floating_point(c.output)) return lowering::input(0, c.output);
+      return pointwise::apply_expr<Dtypes::Floating>("Round", {}, 1, c.output);
+    }));
 
 KILN_REGISTER_OP(frac)
     .schema("frac(Tensor self) -> Tensor")
@@ -245,7 +252,7 @@ KILN_REGISTER_OP(frac)
     .reference(reference([](double x) { return x - std::trunc(x); }))
     .dtypes(pointwise::kFloating)
     .error_samples(pointwise::errors(1, kInt64))
-    .lowering("pointwise:kiln::scalar::Frac");
+    .lowering(pointwise::lower<scalar::Frac, 1, Dtypes::Floating>("Frac"));
 
 namespace {
 [[maybe_unused]] const bool kInplaceRegistered = pointwise::register_inplace(

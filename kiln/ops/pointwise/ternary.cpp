@@ -67,6 +67,18 @@ void select_kernel(const char* op, const Tensor& out, const Tensor& cond, const 
   });
 }
 
+// The lowering of select_kernel with the condition, the value if true and if false at these
+// input positions.
+lowering::Lowering select_lowering(int cond, int a, int b) {
+  return lowering::Lowering::of("Where", [=](const lowering::Call& c) {
+    const ScalarType dt = c.output;
+    const ScalarType ct = dt == kFloat16 || dt == kBFloat16 ? kFloat32 : dt;
+    return lowering::call(
+        "Where", {}, {lowering::input(cond, kBool), lowering::input(a, ct), lowering::input(b, ct)},
+        ct);
+  });
+}
+
 std::vector<TensorSpec> masked_fill_meta(const std::vector<Tensor>& in, const Attrs&) {
   const Tensor &self = in[0], &mask = in[1], &value = in[2];
   KILN_CHECK(mask.dtype() == kBool,
@@ -128,6 +140,21 @@ std::vector<TensorSpec> clamp_meta(const std::vector<Tensor>& in, const Attrs& a
   KILN_CHECK(in[1].defined() || in[2].defined(),
              "clamp: At least one of 'min' or 'max' must not be None");
   return meta::broadcast("clamp", meta::ResultKind::Promote)(in, a);
+}
+
+scalar::Addcmul addcmul_of(const Attrs& a) { return {a.f(0)}; }
+scalar::Addcdiv addcdiv_of(const Attrs& a) { return {a.f(0)}; }
+
+// The lowering of clamp_kernel.
+lowering::ExprPtr clamp_expr(const lowering::Call& c) {
+  const bool lo = c.inputs[1].defined(), hi = c.inputs[2].defined();
+  auto e = pointwise::apply_expr<Dtypes::Numeric>(lo && hi ? "Clamp"
+                                                  : lo     ? "ClampMin"
+                                                           : "ClampMax",
+                                                  {}, lo && hi ? 3 : 2, c.output);
+  if (!e || (lo && hi) || lo) return e;
+  auto bound = lowering::input(2, e->dtype);  // clamp(max=...) reads input 2
+  return lowering::call("ClampMax", {}, {e->args[0], bound}, e->dtype);
 }
 
 void clamp_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
@@ -215,7 +242,7 @@ KILN_REGISTER_OP(where)
            "shapes"},
       };
     })
-    .lowering("pointwise:kiln::scalar::Where");
+    .lowering(select_lowering(0, 1, 2));
 
 KILN_REGISTER_OP(masked_fill)
     .schema("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor")
@@ -250,7 +277,7 @@ KILN_REGISTER_OP(masked_fill)
            "mask that does not broadcast"},
       };
     })
-    .lowering("pointwise:kiln::scalar::Where");
+    .lowering(select_lowering(1, 2, 0));
 
 KILN_REGISTER_OP(lerp)
     .schema("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor")
@@ -278,15 +305,12 @@ KILN_REGISTER_OP(lerp)
                    "weight's dtype"});
       return s;
     })
-    .lowering("pointwise:kiln::scalar::Lerp");
+    .lowering(pointwise::lower<scalar::Lerp, 3, Dtypes::Floating>("Lerp"));
 
 KILN_REGISTER_OP(addcmul)
     .schema("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, Scalar value=1) -> Tensor")
     .meta(meta::broadcast("addcmul", meta::ResultKind::Promote))
-    .cpu(pointwise::kernel_with<3, Dtypes::Numeric>("addcmul",
-                                                    [](const Attrs& a) {
-                                                      return scalar::Addcmul{a.f(0)};
-                                                    }))
+    .cpu(pointwise::kernel_with<3, Dtypes::Numeric>("addcmul", addcmul_of))
     .save_inputs({1, 2})
     .backward([](const BackwardContext& c) {
       const double v = c.attrs.f(0);
@@ -300,7 +324,7 @@ KILN_REGISTER_OP(addcmul)
     }))
     .dtypes(pointwise::kNumeric)
     .error_samples(pointwise::errors(3, kBool, {Scalar(1)}))
-    .lowering("pointwise:kiln::scalar::Addcmul");
+    .lowering(pointwise::lower_with<3, Dtypes::Numeric>("Addcmul", addcmul_of));
 
 KILN_REGISTER_OP(addcdiv)
     .schema("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, Scalar value=1) -> Tensor")
@@ -312,10 +336,7 @@ KILN_REGISTER_OP(addcdiv)
                  "inputs or (input + value * tensor1 / tensor2) for float inputs.");
       return meta::broadcast("addcdiv", meta::ResultKind::Promote)(in, a);
     })
-    .cpu(pointwise::kernel_with<3, Dtypes::Floating>("addcdiv",
-                                                     [](const Attrs& a) {
-                                                       return scalar::Addcdiv{a.f(0)};
-                                                     }))
+    .cpu(pointwise::kernel_with<3, Dtypes::Floating>("addcdiv", addcdiv_of))
     .save_inputs({1, 2})
     .backward([](const BackwardContext& c) {
       const double v = c.attrs.f(0);
@@ -337,7 +358,7 @@ KILN_REGISTER_OP(addcdiv)
                    "integer division"});
       return s;
     })
-    .lowering("pointwise:kiln::scalar::Addcdiv");
+    .lowering(pointwise::lower_with<3, Dtypes::Floating>("Addcdiv", addcdiv_of));
 
 KILN_REGISTER_OP(clamp)
     .schema("clamp(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
@@ -364,7 +385,7 @@ KILN_REGISTER_OP(clamp)
                    "no bounds"});
       return s;
     })
-    .lowering("pointwise:kiln::scalar::Clamp");
+    .lowering(lowering::Lowering::of("Clamp", clamp_expr));
 
 namespace {
 [[maybe_unused]] const bool kInplaceRegistered =

@@ -140,6 +140,47 @@ KernelFn predicate_kernel(const char* op) {
   };
 }
 
+// Note [Pointwise lowerings]: the compiler's expression of what `run` computes, built next to
+// the kernel from the same functor and dtype rules: inputs converted to the native compute dtype
+// (16-bit floats computed in float32, as their loops do), then the functor; the result has dtype
+// `result` (Undefined: the compute dtype). Null when W does not support `compute`: the call then
+// runs as an extern call and its kernel reports the error.
+template <unsigned W>
+lowering::ExprPtr apply_expr(const char* functor, std::vector<double> params, size_t n,
+                             ScalarType compute, ScalarType result = ScalarType::Undefined) {
+  const bool ok = is_floating_point(compute) ? (W & Dtypes::Floating)
+                  : compute == kBool         ? (W & Dtypes::Boolean)
+                                             : (W & Dtypes::Integer);
+  if (!ok || compute == ScalarType::Undefined) return nullptr;
+  ScalarType c = is_integral(compute) ? kInt64 : compute;
+  if (c == kFloat16 || c == kBFloat16) c = kFloat32;
+  std::vector<lowering::ExprPtr> args;
+  for (size_t k = 0; k < n; ++k) args.push_back(lowering::input(static_cast<int>(k), c));
+  return lowering::call(functor, std::move(params), std::move(args),
+                        result == ScalarType::Undefined ? c : result);
+}
+// The lowering of kernel<F, N, W>.
+template <class F, size_t N, unsigned W>
+lowering::Lowering lower(const char* functor) {
+  return lowering::Lowering::of(functor, [functor](const lowering::Call& c) {
+    return apply_expr<W>(functor, {}, N, c.output);
+  });
+}
+// The lowering of kernel_with<N, W>(op, make), make returning a functor of scalar.h.
+template <size_t N, unsigned W, class Make>
+lowering::Lowering lower_with(const char* functor, Make make) {
+  return lowering::Lowering::of(functor, [functor, make](const lowering::Call& c) {
+    return apply_expr<W>(functor, lowering::params_of(make(c.attrs)), N, c.output);
+  });
+}
+// The lowering of predicate_kernel<F, N, W>.
+template <size_t N, unsigned W>
+lowering::Lowering lower_predicate(const char* functor) {
+  return lowering::Lowering::of(functor, [functor](const lowering::Call& c) {
+    return apply_expr<W>(functor, {}, N, meta::result_type(c.inputs), kBool);
+  });
+}
+
 // Integer division by zero is an error (as PyTorch's ZeroDivisionError), never a trap.
 void check_nonzero_divisor(const char* op, const Tensor& divisor);
 
@@ -182,7 +223,7 @@ OpDef& unary_float_op(const char* name, const char* functor, double low, double 
       .cpu(kernel<F, 1, W>(name))
       .samples([low, high](ScalarType dt) { return samples::unary(dt, low, high); })
       .dtypes(kFloatingAndInt)
-      .lowering(std::string("pointwise:kiln::scalar::") + functor);
+      .lowering(lower<F, 1, W>(functor));
 }
 
 // Registers "<name>_" for each listed out-of-place entry (which must already be registered:
