@@ -4,10 +4,9 @@ loop lasting about 0.2 s), 2 threads.
 
     /opt/ref/bin/python bench/compile_overhead.py
 """
-import statistics
-import time
-
 import torch
+
+from timing import per_call
 
 
 def pointwise(x):
@@ -16,26 +15,6 @@ def pointwise(x):
 
 def block(x, w, b):
     return torch.nn.functional.gelu(x @ w + b)
-
-
-def per_call(fn, *args):
-    for _ in range(20):
-        fn(*args)
-    n = 1
-    while True:
-        t = time.perf_counter()
-        for _ in range(n):
-            fn(*args)
-        if time.perf_counter() - t > 0.2:
-            break
-        n *= 2
-    times = []
-    for _ in range(9):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn(*args)
-        times.append((time.perf_counter() - t) / n)
-    return statistics.median(times)
 
 
 def main():

@@ -26,6 +26,16 @@ bool has_traced_tensor(const std::vector<Arg>& args) {
   return false;
 }
 
+// Whether the graph's results need autograd: generated kernels record no backward (compiled
+// training is the training issue's), so such graphs run on the eager kernels.
+bool needs_autograd(const Guards& g) {
+  if (!g.grad_mode) return false;
+  auto any = [](const std::vector<TensorGuard>& ts) {
+    return std::any_of(ts.begin(), ts.end(), [](const TensorGuard& t) { return t.requires_grad; });
+  };
+  return any(g.tensors) || any(g.captured);
+}
+
 std::vector<std::vector<int64_t>> sizes_of(const std::vector<Arg>& args) {
   std::vector<std::vector<int64_t>> out;
   for (const Tensor& t : flat_tensors(args))
@@ -39,8 +49,9 @@ CompiledFunction::CompiledFunction(FlatFn fn, CompileOptions options)
     : fn_(std::move(fn)), options_(std::move(options)) {
   name_ = options_.name().empty() ? "compiled function " + std::to_string(g_next_id++)
                                   : options_.name();
-  KILN_CHECK(options_.backend() == "eager", "compile: unknown backend \"", options_.backend(),
-             "\" for ", name_, "; expected \"eager\"");
+  KILN_CHECK(options_.backend() == "codegen" || options_.backend() == "eager",
+             "compile: unknown backend \"", options_.backend(), "\" for ", name_,
+             "; expected \"codegen\" or \"eager\"");
   KILN_CHECK(options_.mode() == "default", "compile: unknown mode \"", options_.mode(), "\" for ",
              name_, "; expected \"default\"");
   KILN_CHECK(options_.recompile_limit() >= 1, "compile: recompile_limit must be at least 1, got ",
@@ -82,6 +93,14 @@ CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args
     log(LogKind::Graph, name_ + ": " + std::to_string(traced_ops) + " ops traced, " +
                             std::to_string(stats.merged) + " merged as common subexpressions, " +
                             std::to_string(stats.removed) + " unused ones removed");
+  if (options_.backend() == "codegen") {
+    if (needs_autograd(entry->guards))
+      log(LogKind::Perf, name_ +
+                             " runs on the eager kernels: an input requires grad, and "
+                             "generated kernels record no backward yet");
+    else
+      entry->program = std::make_unique<CodegenProgram>(entry->graph);
+  }
   return {entry, ""};
 }
 
@@ -89,6 +108,7 @@ std::vector<Tensor> CompiledFunction::run(const Entry& e, const std::vector<Arg>
                                           const std::vector<int64_t>& symbols) const {
   std::vector<Tensor> inputs = flat_tensors(args);
   std::erase_if(inputs, [](const Tensor& t) { return !t.defined(); });
+  if (e.program) return e.program->run(inputs, symbols);
   return replay(e.graph, inputs, symbols);
 }
 
@@ -167,6 +187,10 @@ Explanation CompiledFunction::explain(const std::vector<Arg>& args) {
   x.op_count = static_cast<int>(c.entry->graph.nodes.size());
   x.graph = c.entry->graph.str();
   x.guards = c.entry->guards.str();
+  if (c.entry->program) {
+    x.kernel_count = c.entry->program->schedule().loops();
+    x.schedule = c.entry->program->schedule().str(c.entry->graph);
+  }
   return x;
 }
 
@@ -176,6 +200,8 @@ std::string Explanation::str() const {
      << op_count << " ops\n";
   for (const auto& r : fallback_reasons) os << "runs eagerly: " << r << "\n";
   if (!graph.empty()) os << "graph:\n" << graph;
+  if (!schedule.empty())
+    os << kernel_count << " fused kernel" << (kernel_count == 1 ? "" : "s") << ":\n" << schedule;
   if (!guards.empty()) os << "guards:\n" << guards;
   return os.str();
 }

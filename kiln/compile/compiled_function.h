@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kiln/compile/args.h"
+#include "kiln/compile/codegen/program.h"
 #include "kiln/compile/graph.h"
 #include "kiln/compile/guards.h"
 #include "kiln/compile/options.h"
@@ -24,6 +25,8 @@ struct Explanation {
   std::string function;
   int graph_count = 0;
   int op_count = 0;
+  int kernel_count = 0;  // fused kernels the codegen backend generated
+  std::string schedule;  // kernels and extern calls, in order
   std::string graph;
   std::string guards;
   std::vector<std::string> fallback_reasons;
@@ -46,6 +49,7 @@ class CompiledFunction {
     std::unique_ptr<ShapeEnv> env;
     Graph graph;
     Guards guards;
+    std::unique_ptr<CodegenProgram> program;  // null: replayed on the eager kernels
   };
   struct Capture {
     std::shared_ptr<Entry> entry;

@@ -19,7 +19,8 @@ class CompileOptions {
     fullgraph_ = f;
     return *this;
   }
-  // "eager" replays the captured graph on the eager kernels.
+  // "codegen" (the default) fuses the captured graph into generated C++ kernels; "eager"
+  // replays it op by op on the eager kernels (for debugging).
   CompileOptions& backend(std::string b) {
     backend_ = std::move(b);
     return *this;
@@ -49,7 +50,7 @@ class CompileOptions {
  private:
   std::optional<bool> dynamic_;
   bool fullgraph_ = false;
-  std::string backend_ = "eager";
+  std::string backend_ = "codegen";
   std::string mode_ = "default";
   int recompile_limit_ = 8;
   std::string name_;

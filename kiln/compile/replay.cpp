@@ -7,7 +7,6 @@
 #include "kiln/ops/registry.h"
 
 namespace kiln::compiler {
-namespace {
 
 Attrs concrete_attrs(const Attrs& attrs, std::span<const int64_t> symbols) {
   std::vector<AttrValue> out;
@@ -28,34 +27,43 @@ Attrs concrete_attrs(const Attrs& attrs, std::span<const int64_t> symbols) {
   return Attrs(std::move(out));
 }
 
-}  // namespace
+void run_node(const Graph& graph, const Node& n, std::vector<Tensor>& values,
+              std::span<const int64_t> symbols, std::vector<Tensor>& args) {
+  // A NoGradGuard inside the function switched autograd off for some of its ops.
+  std::optional<AutoGradMode> grad_mode;
+  if (!n.grad_enabled && GradMode::is_enabled()) grad_mode.emplace(false);
+  args.clear();
+  for (int id : n.inputs) args.push_back(id < 0 ? Tensor() : values[id]);
+  std::vector<Tensor> outs =
+      call_op(*n.op, args, n.symbolic_attrs ? concrete_attrs(n.attrs, symbols) : n.attrs);
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    const int id = n.outputs[k];
+    if (graph.values[id].wrapped_number) outs[k].impl()->set_wrapped_number(true);
+    values[id] = std::move(outs[k]);
+  }
+}
 
-std::vector<Tensor> replay(const Graph& graph, const std::vector<Tensor>& inputs,
-                           std::span<const int64_t> symbols) {
+std::vector<Tensor> bind_inputs(const Graph& graph, const std::vector<Tensor>& inputs) {
   std::vector<Tensor> values(graph.values.size());
   for (size_t i = 0; i < graph.inputs.size(); ++i) values[graph.inputs[i]] = inputs.at(i);
   for (size_t i = 0; i < graph.captured.size(); ++i)
     values[graph.captured[i]] = graph.captured_tensors[i];
-  std::vector<Tensor> args;
-  const bool grad_enabled = GradMode::is_enabled();
-  for (const Node& n : graph.nodes) {
-    // A NoGradGuard inside the function switched autograd off for some of its ops.
-    std::optional<AutoGradMode> grad_mode;
-    if (grad_enabled && !n.grad_enabled) grad_mode.emplace(false);
-    args.clear();
-    for (int id : n.inputs) args.push_back(id < 0 ? Tensor() : values[id]);
-    std::vector<Tensor> outs =
-        call_op(*n.op, args, n.symbolic_attrs ? concrete_attrs(n.attrs, symbols) : n.attrs);
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      const int id = n.outputs[k];
-      if (graph.values[id].wrapped_number) outs[k].impl()->set_wrapped_number(true);
-      values[id] = std::move(outs[k]);
-    }
-  }
+  return values;
+}
+
+std::vector<Tensor> graph_outputs(const Graph& graph, const std::vector<Tensor>& values) {
   std::vector<Tensor> result;
   result.reserve(graph.outputs.size());
   for (int id : graph.outputs) result.push_back(id < 0 ? Tensor() : values[id]);
   return result;
+}
+
+std::vector<Tensor> replay(const Graph& graph, const std::vector<Tensor>& inputs,
+                           std::span<const int64_t> symbols) {
+  std::vector<Tensor> values = bind_inputs(graph, inputs);
+  std::vector<Tensor> args;
+  for (const Node& n : graph.nodes) run_node(graph, n, values, symbols, args);
+  return graph_outputs(graph, values);
 }
 
 }  // namespace kiln::compiler

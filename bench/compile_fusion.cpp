@@ -1,0 +1,155 @@
+// What kiln::compile's generated kernels gain over eager, on the cases (Google
+// Benchmark):
+//
+//   build/bench/compile_fusion
+//
+// memcpy of 16M floats gives the machine's copy bandwidth; gelu(x*w+b) and a six-op chain over
+// 16M floats run eagerly and compiled (one fused kernel each); softmax, layer_norm, rms_norm and
+// cross_entropy over [4096, 4096] the same; and the cost of a cold compile (the C++ compiler
+// runs) and of a warm one (the kernel cache on disk, as a new process sees it).
+// bench/compile_fusion.py measures torch eager and torch.compile on the same cases; figures and
+// commands: bench/RESULTS-compile.md.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace {
+
+using kiln::Tensor;
+constexpr int64_t kN = 16 << 20;
+
+Tensor gelu_affine(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return kiln::gelu(x * w + b);
+}
+Tensor chain(const Tensor& x, const Tensor& y) {
+  return ((x * y + 1.0).sigmoid() - x).tanh() * 0.5 + y.exp();
+}
+
+void bytes(benchmark::State& state, int64_t n) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * n);
+}
+
+void BM_Memcpy(benchmark::State& state) {
+  std::vector<float> a(kN, 1.0f), b(kN);
+  for (auto _ : state) {
+    std::memcpy(b.data(), a.data(), kN * sizeof(float));
+    benchmark::DoNotOptimize(b.data());
+  }
+  bytes(state, 2 * kN * 4);
+}
+
+void BM_GeluAffine(benchmark::State& state) {
+  const bool compiled = state.range(0) != 0;
+  const Tensor x = kiln::randn({kN / 1024, 1024}), w = kiln::randn({1024}), b = kiln::randn({1024});
+  auto f = kiln::compile(gelu_affine);
+  for (auto _ : state) benchmark::DoNotOptimize(compiled ? f(x, w, b) : gelu_affine(x, w, b));
+  bytes(state, 2 * kN * 4);  // x read, the result written
+}
+
+void BM_Chain(benchmark::State& state) {
+  const bool compiled = state.range(0) != 0;
+  const Tensor x = kiln::randn({kN}), y = kiln::randn({kN});
+  auto f = kiln::compile(chain);
+  for (auto _ : state) benchmark::DoNotOptimize(compiled ? f(x, y) : chain(x, y));
+  bytes(state, 3 * kN * 4);
+}
+
+// Reductions over [4096, 4096] (extern calls into the eager kernels so far).
+Tensor softmax(const Tensor& x) { return kiln::softmax(x, -1); }
+Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return kiln::layer_norm(x, {4096}, w, b);
+}
+Tensor rms_norm(const Tensor& x, const Tensor& w) { return kiln::rms_norm(x, {4096}, w); }
+Tensor cross_entropy(const Tensor& x, const Tensor& t) { return kiln::cross_entropy(x, t); }
+
+template <class Fn, class... A>
+void run_case(benchmark::State& state, Fn fn, const A&... a) {
+  auto f = kiln::compile(fn);
+  const bool compiled = state.range(0) != 0;
+  for (auto _ : state) benchmark::DoNotOptimize(compiled ? f(a...) : fn(a...));
+}
+
+void BM_Softmax(benchmark::State& state) { run_case(state, softmax, kiln::randn({4096, 4096})); }
+void BM_LayerNorm(benchmark::State& state) {
+  run_case(state, layer_norm, kiln::randn({4096, 4096}), kiln::randn({4096}), kiln::randn({4096}));
+}
+void BM_RmsNorm(benchmark::State& state) {
+  run_case(state, rms_norm, kiln::randn({4096, 4096}), kiln::randn({4096}));
+}
+void BM_CrossEntropy(benchmark::State& state) {
+  run_case(state, cross_entropy, kiln::randn({4096, 4096}), kiln::randint(0, 4096, {4096}));
+}
+
+// A cold compile: a fresh cache directory each time (the C++ compiler runs, the precompiled
+// header is already built). A warm one: the kernels come from the disk cache, as in a new
+// process (the in-memory cache is cleared).
+void BM_CompileLatency(benchmark::State& state) {
+  const bool cold = state.range(0) != 0;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "kiln-bench-compile-cache";
+  setenv("KILN_CACHE_DIR", dir.c_str(), 1);
+  const Tensor x = kiln::randn({64, 1024}), w = kiln::randn({1024}), b = kiln::randn({1024});
+  kiln::compile(gelu_affine)(x, w, b);  // builds the precompiled header once
+  for (auto _ : state) {
+    state.PauseTiming();
+    kiln::compiler::clear_memory_cache();
+    if (cold) fs::remove_all(dir / "kernels");
+    auto f = kiln::compile(gelu_affine);
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(f(x, w, b));
+  }
+  unsetenv("KILN_CACHE_DIR");
+}
+
+}  // namespace
+
+BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GeluAffine)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_Chain)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_Softmax)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_LayerNorm)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_RmsNorm)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_CrossEntropy)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_CompileLatency)
+    ->ArgName("cold")
+    ->Arg(1)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(5);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,83 @@
+#include "kiln/compile/codegen/program.h"
+
+#include "kiln/backend/cpu/cpu_capability.h"
+#include "kiln/backend/cpu/parallel.h"
+#include "kiln/compile/logs.h"
+#include "kiln/compile/replay.h"
+#include "kiln/ops/creation.h"
+#include "kiln/ops/registry.h"
+
+namespace kiln::compiler {
+namespace {
+
+void parallel_for(int64_t begin, int64_t end, int64_t grain, KilnRangeFn fn, void* ctx) {
+  cpu::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) { fn(ctx, b, e); });
+}
+
+const KilnKernelRuntime kRuntime{&parallel_for};
+
+std::vector<int64_t> evaluate(const SymShape& s, std::span<const int64_t> symbols) {
+  std::vector<int64_t> v(s.size());
+  for (size_t i = 0; i < s.size(); ++i) v[i] = s[i].evaluate(symbols);
+  return v;
+}
+
+}  // namespace
+
+CodegenProgram::CodegenProgram(const Graph& graph) : graph_(graph) {
+  schedule_ = compiler::schedule(graph);
+  const cpu::CpuCapability level = cpu::cpu_capability();
+  unit_ = generate_cpp(graph, schedule_, level);
+  log(LogKind::Fusion, std::to_string(schedule_.kernels.size()) + " fused kernels, " +
+                           std::to_string(graph.nodes.size()) + " ops:\n" + schedule_.str(graph));
+  for (const std::string& why : schedule_.extern_reasons)
+    log(LogKind::Fusion, "extern call: " + why);
+  log(LogKind::Code, unit_.source);
+  if (unit_.kernels.empty()) return;
+  library_ = load_kernels(unit_.source, level);
+  for (const KernelSource& k : unit_.kernels)
+    kernels_.push_back(reinterpret_cast<KilnKernelFn>(library_->symbol(k.symbol)));
+}
+
+void CodegenProgram::run_kernel(int k, std::vector<Tensor>& values,
+                                std::span<const int64_t> symbols) const {
+  const FusedKernel& fk = schedule_.kernels[k];
+  const KernelSource& ks = unit_.kernels[k];
+  for (int id : fk.stores) {
+    const Value& v = graph_.values[id];
+    values[id] = empty(evaluate(v.sizes, symbols), TensorOptions(v.dtype).device(v.device));
+  }
+  std::vector<char*> buffers;
+  buffers.reserve(ks.buffers.size());
+  for (int id : ks.buffers) {
+    const Tensor& t = values[id];
+    const Value& v = graph_.values[id];
+    // The kernel was generated for the strides the trace saw; the guards promise them.
+    if (!v.strides.empty()) {
+      const auto st = t.strides();
+      for (size_t d = 0; d < v.strides.size(); ++d)
+        KILN_CHECK(t.sizes()[d] == 1 || st[d] == v.strides[d].evaluate(symbols),
+                   "compile: internal error: value %", id, " has strides ", st,
+                   " where the generated kernel expects ", v.strides);
+    }
+    buffers.push_back(static_cast<char*>(t.data_ptr()));
+  }
+  std::vector<int64_t> params(ks.params.size());
+  for (size_t i = 0; i < params.size(); ++i) params[i] = ks.params[i].evaluate(symbols);
+  kernels_[k](buffers.data(), params.data(), &kRuntime);
+}
+
+std::vector<Tensor> CodegenProgram::run(const std::vector<Tensor>& inputs,
+                                        std::span<const int64_t> symbols) const {
+  std::vector<Tensor> values = bind_inputs(graph_, inputs);
+  std::vector<Tensor> args;
+  for (const Step& s : schedule_.steps) {
+    if (s.is_kernel)
+      run_kernel(s.index, values, symbols);
+    else
+      run_node(graph_, graph_.nodes[s.index], values, symbols, args);
+  }
+  return graph_outputs(graph_, values);
+}
+
+}  // namespace kiln::compiler

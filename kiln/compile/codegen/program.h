@@ -1,0 +1,35 @@
+#pragma once
+// The codegen backend's compiled graph: the schedule's fused kernels, generated, built and
+// loaded, and its extern calls, run in order on each call.
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kiln/compile/codegen/cpp_codegen.h"
+#include "kiln/compile/codegen/kernel_cache.h"
+#include "kiln/compile/codegen/runtime.h"
+
+namespace kiln::compiler {
+
+class CodegenProgram {
+ public:
+  // Schedules, generates and builds the kernels of `graph` (which must outlive the program).
+  explicit CodegenProgram(const Graph& graph);
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs,
+                          std::span<const int64_t> symbols) const;
+
+  const Schedule& schedule() const { return schedule_; }
+  const std::string& source() const { return unit_.source; }
+  const std::string& library_path() const { return library_->path(); }
+
+ private:
+  void run_kernel(int k, std::vector<Tensor>& values, std::span<const int64_t> symbols) const;
+
+  const Graph& graph_;
+  Schedule schedule_;
+  GeneratedUnit unit_;
+  std::shared_ptr<SharedObject> library_;
+  std::vector<KilnKernelFn> kernels_;
+};
+
+}  // namespace kiln::compiler

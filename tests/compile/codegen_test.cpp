@@ -1,0 +1,253 @@
+// The codegen backend: pointwise ops fused into generated C++ kernels, checked against eager, with
+// the number of kernels asserted; views and broadcasts read in place; the kernel cache on disk.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "kiln/kiln.h"
+
+namespace fs = std::filesystem;
+
+namespace kiln {
+namespace {
+
+void expect_close(const Tensor& a, const Tensor& b, double tol = 1e-6) {
+  ASSERT_EQ(a.sizes().vec(), b.sizes().vec());
+  ASSERT_EQ(a.dtype(), b.dtype());
+  EXPECT_TRUE(allclose(a.to(kFloat64), b.to(kFloat64), tol, tol)) << a << "\n" << b;
+}
+
+int kernels_of(const compiler::Explanation& e) { return e.kernel_count; }
+
+// The schedule lists one line per kernel and per extern call.
+int extern_calls(const compiler::Explanation& e) {
+  int n = 0;
+  for (size_t p = e.schedule.find("extern "); p != std::string::npos;
+       p = e.schedule.find("extern ", p + 1))
+    ++n;
+  return n;
+}
+
+Tensor gelu_affine(const Tensor& x, const Tensor& w, const Tensor& b) { return gelu(x * w + b); }
+
+TEST(Codegen, GeluOfAnAffineMapIsOneKernel) {
+  const Tensor x = randn({64, 300}), w = randn({300}), b = randn({300});
+  compiler::Explanation e = compiler::explain(gelu_affine, x, w, b);
+  EXPECT_EQ(kernels_of(e), 1) << e;
+  EXPECT_EQ(extern_calls(e), 0) << e;
+  auto f = compile(gelu_affine);
+  expect_close(f(x, w, b), gelu_affine(x, w, b));
+}
+
+TEST(Codegen, SixOpChainIsOneKernel) {
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    return ((x * y + 1.0).sigmoid() - x).tanh() * 0.5 + y.exp();
+  };
+  const Tensor x = randn({1000}), y = randn({1000});
+  compiler::Explanation e = compiler::explain(fn, x, y);
+  EXPECT_EQ(kernels_of(e), 1) << e;
+  expect_close(compile(fn)(x, y), fn(x, y), 1e-5);
+}
+
+TEST(Codegen, ViewsAndBroadcastsAreReadInPlace) {
+  // x.t() is a view (an extern call that copies nothing); the kernel reads it with its strides.
+  auto fn = [](const Tensor& x, const Tensor& col) { return x.t() * col + 2.0; };
+  const Tensor x = randn({7, 5}), col = randn({5, 1});
+  compiler::Explanation e = compiler::explain(fn, x, col);
+  EXPECT_EQ(kernels_of(e), 1) << e;
+  expect_close(compile(fn)(x, col), fn(x, col));
+}
+
+TEST(Codegen, ReductionsSplitKernelsAndRunAsExternCalls) {
+  auto fn = [](const Tensor& x) { return (x.exp() / x.exp().sum(-1, true)).relu() * 3.0; };
+  const Tensor x = randn({6, 9});
+  compiler::Explanation e = compiler::explain(fn, x);
+  EXPECT_EQ(kernels_of(e), 2) << e;  // exp; then div, relu, mul after the sum
+  EXPECT_EQ(extern_calls(e), 1) << e;
+  expect_close(compile(fn)(x), fn(x), 1e-6);
+}
+
+TEST(Codegen, DtypesComputeAsEager) {
+  auto fn = [](const Tensor& a, const Tensor& b) { return where(a > b, a * b, a - b) + 1; };
+  for (ScalarType dt : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt32, kInt8, kUInt8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor a = (randn({33, 17}) * 4).to(dt), b = (randn({17}) * 4).to(dt);
+    auto f = compile(fn);
+    Tensor got = f(a, b), want = fn(a, b);
+    ASSERT_EQ(got.dtype(), want.dtype());
+    EXPECT_TRUE(equal(got, want)) << got << "\n" << want;
+  }
+}
+
+TEST(Codegen, OneKernelServesEverySize) {
+  auto f = compile(gelu_affine);
+  for (int64_t n : {8, 16, 24, 32, 1000}) {
+    const Tensor x = randn({n, 12}), w = randn({12}), b = randn({12});
+    expect_close(f(x, w, b), gelu_affine(x, w, b));
+  }
+  EXPECT_EQ(f.compilations(), 2);  // static at 8, then s0 from 16 on
+}
+
+TEST(Codegen, MutatedInputsAreMutatedAfterTheCall) {
+  auto fn = [](const Tensor& x) {
+    Tensor a = x * 2.0;
+    x.add_(1.0);
+    return a + x;
+  };
+  Tensor x1 = randn({10}), x2 = x1.clone();
+  Tensor got = compile(fn)(x1), want = fn(x2);
+  expect_close(got, want);
+  expect_close(x1, x2);
+}
+
+TEST(Codegen, InputsThatRequireGradRunOnTheEagerKernels) {
+  const Tensor x = randn({4, 3}).requires_grad_(), w = randn({3}), b = randn({3});
+  auto f = compile(gelu_affine);
+  Tensor y = f(x, w, b);
+  ASSERT_TRUE(y.requires_grad());
+  y.sum().backward();
+  Tensor x2 = x.detach().requires_grad_();
+  gelu_affine(x2, w, b).sum().backward();
+  expect_close(x.grad(), x2.grad());
+}
+
+TEST(Codegen, ExplainListsTheFusedOps) {
+  const Tensor x = randn({3}), w = randn({3}), b = randn({3});
+  compiler::Explanation e = compiler::explain(gelu_affine, x, w, b);
+  EXPECT_NE(e.schedule.find("kernel 0 over [3]: mul add gelu"), std::string::npos) << e;
+}
+
+// ---- the kernel cache ----
+
+// A fresh cache directory for one test, removed after it.
+class CacheDir {
+ public:
+  CacheDir() {
+    path_ = fs::temp_directory_path() /
+            ("kiln-cache-test-" + std::to_string(getpid()) + "-" + std::to_string(counter_++));
+    fs::remove_all(path_);
+    const char* old = std::getenv("KILN_CACHE_DIR");
+    if (old) old_ = old;
+    setenv("KILN_CACHE_DIR", path_.c_str(), 1);
+    compiler::clear_memory_cache();
+  }
+  ~CacheDir() {
+    if (old_.empty())
+      unsetenv("KILN_CACHE_DIR");
+    else
+      setenv("KILN_CACHE_DIR", old_.c_str(), 1);
+    unsetenv("KILN_CACHE_MAX_MB");
+    compiler::clear_memory_cache();
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  std::vector<fs::path> objects() const {
+    std::vector<fs::path> out;
+    for (const auto& f : fs::directory_iterator(path_ / "kernels"))
+      if (f.path().extension() == ".so") out.push_back(f.path());
+    return out;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+  std::string old_;
+};
+
+Tensor run_gelu_affine(int64_t n) {
+  auto f = compile(gelu_affine, CompileOptions().dynamic(false));
+  const Tensor x = randn({n}), w = randn({n}), b = randn({n});
+  Tensor y = f(x, w, b);
+  expect_close(y, gelu_affine(x, w, b));
+  return y;
+}
+
+TEST(CodegenCache, ASecondLoadComesFromDiskWithoutTheCompiler) {
+  CacheDir dir;
+  const auto before = compiler::cache_stats();
+  run_gelu_affine(5);
+  EXPECT_EQ(compiler::cache_stats().compiles, before.compiles + 1);
+  compiler::clear_memory_cache();
+  run_gelu_affine(5);
+  const auto after = compiler::cache_stats();
+  EXPECT_EQ(after.compiles, before.compiles + 1);
+  EXPECT_EQ(after.disk_hits, before.disk_hits + 1);
+}
+
+// The child half of the next test: compiles and reports its cache counters in a file.
+TEST(CodegenCache, ChildProcess) {
+  const char* report = std::getenv("KILN_TEST_CACHE_REPORT");
+  if (!report) GTEST_SKIP() << "run by AnotherProcessHitsTheDiskCache";
+  run_gelu_affine(7);
+  std::ofstream(report) << compiler::cache_stats().compiles << " "
+                        << compiler::cache_stats().disk_hits;
+}
+
+TEST(CodegenCache, AnotherProcessHitsTheDiskCache) {
+  CacheDir dir;
+  const fs::path report = dir.path() / "report.txt";
+  fs::create_directories(dir.path());
+  const std::string cmd = "KILN_TEST_CACHE_REPORT='" + report.string() + "' '" +
+                          fs::read_symlink("/proc/self/exe").string() +
+                          "' --gtest_filter=CodegenCache.ChildProcess > /dev/null 2>&1";
+  auto child = [&] {
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    int64_t compiles = -1, hits = -1;
+    std::ifstream(report) >> compiles >> hits;
+    return std::pair{compiles, hits};
+  };
+  EXPECT_EQ(child(), (std::pair<int64_t, int64_t>{1, 0}));  // the first process compiles
+  EXPECT_EQ(child(), (std::pair<int64_t, int64_t>{0, 1}));  // the second loads from disk
+}
+
+TEST(CodegenCache, DamagedEntriesAreRebuilt) {
+  CacheDir dir;
+  run_gelu_affine(6);
+  const auto objects = dir.objects();
+  ASSERT_EQ(objects.size(), 1u);
+  std::ofstream(objects[0], std::ios::app) << "garbage";
+  compiler::clear_memory_cache();
+  const auto before = compiler::cache_stats();
+  run_gelu_affine(6);
+  const auto after = compiler::cache_stats();
+  EXPECT_EQ(after.rebuilt, before.rebuilt + 1);
+  EXPECT_EQ(after.compiles, before.compiles + 1);
+  EXPECT_EQ(after.disk_hits, before.disk_hits);
+}
+
+TEST(CodegenCache, LeastRecentlyUsedEntriesAreEvicted) {
+  CacheDir dir;
+  setenv("KILN_CACHE_MAX_MB", "0", 1);  // every new entry evicts the others
+  const auto before = compiler::cache_stats();
+  run_gelu_affine(9);
+  run_gelu_affine(10);
+  EXPECT_EQ(dir.objects().size(), 1u);
+  EXPECT_EQ(compiler::cache_stats().evicted, before.evicted + 1);
+}
+
+TEST(CodegenCache, ACompilerFailureKeepsTheSource) {
+  CacheDir dir;
+  fs::create_directories(dir.path());
+  const fs::path fake = dir.path() / "fake-cxx";
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "if [ \"$1\" = --version ]; then echo fake 1.0; exit 0; fi\n"
+                         "echo 'generated.cpp:1: error: broken on purpose' >&2; exit 1\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  setenv("KILN_CXX", fake.c_str(), 1);
+  std::string err;
+  try {
+    run_gelu_affine(11);
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  unsetenv("KILN_CXX");
+  EXPECT_NE(err.find("the C++ compiler failed on generated code (kept at "), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("broken on purpose"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace kiln
