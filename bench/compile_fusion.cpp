@@ -3,18 +3,20 @@
 //
 //   build/bench/compile_fusion
 //
-// memcpy of 16M floats gives the machine's copy bandwidth; gelu(x*w+b) and a six-op chain over
-// 16M floats run eagerly and compiled (one fused kernel each); softmax, layer_norm, rms_norm and
-// cross_entropy over [4096, 4096] the same; and the cost of a cold compile (the C++ compiler
-// runs) and of a warm one (the kernel cache on disk, as a new process sees it).
-// bench/compile_fusion.py measures torch eager and torch.compile on the same cases; figures and
-// commands: bench/RESULTS-compile.md.
+// memcpy of 16M floats (on Kiln's threads) gives the machine's copy bandwidth; gelu(x*w+b) and a
+// six-op chain over 16M floats run eagerly and compiled (one fused kernel each); softmax,
+// layer_norm, rms_norm and cross_entropy over [4096, 4096] the same; the demo GPT's forward; and
+// the cost of a cold compile (the C++ compiler runs) and of a warm one (the kernel cache on disk,
+// as a new process sees it). bench/compile_fusion.py measures torch eager and torch.compile on the
+// same cases; figures and commands: bench/RESULTS-compile.md.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
+#include "examples/gpt/model.h"
 #include "kiln/kiln.h"
 
 namespace {
@@ -33,10 +35,18 @@ void bytes(benchmark::State& state, int64_t n) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * n);
 }
 
+// memcpy on as many threads as Kiln's kernels use, each copying its share.
 void BM_Memcpy(benchmark::State& state) {
   std::vector<float> a(kN, 1.0f), b(kN);
+  const int threads = kiln::get_num_threads();
   for (auto _ : state) {
-    std::memcpy(b.data(), a.data(), kN * sizeof(float));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const int64_t begin = kN * t / threads, end = kN * (t + 1) / threads;
+        std::memcpy(b.data() + begin, a.data() + begin, (end - begin) * sizeof(float));
+      });
+    for (auto& t : pool) t.join();
     benchmark::DoNotOptimize(b.data());
   }
   bytes(state, 2 * kN * 4);
@@ -82,6 +92,20 @@ void BM_RmsNorm(benchmark::State& state) {
 }
 void BM_CrossEntropy(benchmark::State& state) {
   run_case(state, cross_entropy, kiln::randn({4096, 4096}), kiln::randint(0, 4096, {4096}));
+}
+
+// The demo's GPT (vocabulary 12, block 8, 2 layers, 4 heads, 64 channels) on [16, 8] tokens,
+// for inference (under NoGradGuard: compiled graphs with parameters that require grad run on
+// the eager kernels until compiled training lands).
+void BM_GptForward(benchmark::State& state) {
+  kiln::manual_seed(0);
+  gpt::GPT model(gpt::Config{12, 8, 2, 4, 64, 0.0});
+  model->eval();
+  kiln::NoGradGuard no_grad;
+  const Tensor idx = kiln::randint(0, 12, {16, 8});
+  auto f = kiln::compile(model);
+  const bool compiled = state.range(0) != 0;
+  for (auto _ : state) benchmark::DoNotOptimize(compiled ? f(idx) : model(idx));
 }
 
 // A cold compile: a fresh cache directory each time (the C++ compiler runs, the precompiled
@@ -143,6 +167,12 @@ BENCHMARK(BM_CrossEntropy)
     ->Arg(0)
     ->Arg(1)
     ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_GptForward)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK(BM_CompileLatency)
     ->ArgName("cold")

@@ -42,6 +42,41 @@ def cross_entropy(x, t):
     return F.cross_entropy(x, t)
 
 
+class Block(torch.nn.Module):
+    """examples/gpt/model.cpp's block."""
+
+    def __init__(self, d, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.fc, self.fc_out = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        heads = lambda t: t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q, k, v = self.qkv(self.ln1(x)).split(C, -1)
+        y = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
+        h = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return h + self.fc_out(F.gelu(self.fc(self.ln2(h))))
+
+
+class GPT(torch.nn.Module):
+    """examples/gpt/model.cpp's GPT."""
+
+    def __init__(self, vocab=12, block=8, n_layer=2, n_head=4, d=64):
+        super().__init__()
+        self.tok, self.pos = torch.nn.Embedding(vocab, d), torch.nn.Embedding(block, d)
+        self.blocks = torch.nn.ModuleList(Block(d, n_head) for _ in range(n_layer))
+        self.ln_f = torch.nn.LayerNorm(d)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        for b in self.blocks:
+            x = b(x)
+        return F.linear(self.ln_f(x), self.tok.weight)
+
+
 COLD = """
 import sys, time, torch, torch.nn.functional as F
 def gelu_affine(x, w, b):
@@ -85,6 +120,12 @@ def main():
         eager = per_call(fn, *args, loop_seconds=0.5, repeats=5)
         compiled = per_call(torch.compile(fn), *args, loop_seconds=0.5, repeats=5)
         print(f"{name}: eager {eager * 1e3:.2f} ms, torch.compile {compiled * 1e3:.2f} ms")
+    model = GPT().eval()
+    idx = torch.randint(0, 12, (16, 8))
+    with torch.no_grad():
+        eager = per_call(model, idx)
+        compiled = per_call(torch.compile(model), idx)
+    print(f"GPT forward [16, 8]: eager {eager * 1e6:.1f} us, torch.compile {compiled * 1e6:.1f} us")
     cache = tempfile.mkdtemp(prefix="inductor-bench-")
     try:
         cold = compile_latency(cache)
