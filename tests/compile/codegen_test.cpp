@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "kiln/kiln.h"
 
@@ -60,13 +61,110 @@ TEST(Codegen, ViewsAndBroadcastsAreReadInPlace) {
   expect_close(compile(fn)(x, col), fn(x, col));
 }
 
-TEST(Codegen, ReductionsSplitKernelsAndRunAsExternCalls) {
+// ---- reductions over the trailing dims, fused with their producers and consumers ----
+
+template <class F, class... A>
+void expect_one_kernel(F fn, const A&... args) {
+  compiler::Explanation e = compiler::explain(fn, args...);
+  EXPECT_EQ(kernels_of(e), 1) << e;
+  EXPECT_EQ(extern_calls(e), 0) << e;
+  expect_close(compile(fn)(args...), fn(args...), 1e-5);
+}
+
+TEST(Codegen, SoftmaxOfAScaledMaskedInputIsOneKernel) {
+  auto fn = [](const Tensor& x, const Tensor& mask) { return softmax(x * 0.125 + mask, -1); };
+  expect_one_kernel(fn, randn({4, 33, 70}), randn({33, 70}));
+}
+
+TEST(Codegen, LogSoftmaxAndItsConsumersAreOneKernel) {
+  expect_one_kernel([](const Tensor& x) { return log_softmax(x, -1).exp() * 2.0; }, randn({9, 40}));
+}
+
+TEST(Codegen, ResidualPlusLayerNormIsOneKernel) {
+  auto fn = [](const Tensor& x, const Tensor& r, const Tensor& w, const Tensor& b) {
+    return layer_norm(x + r, {96}, w, b);
+  };
+  expect_one_kernel(fn, randn({5, 7, 96}), randn({5, 7, 96}), randn({96}), randn({96}));
+}
+
+TEST(Codegen, ResidualStreamAndItsLayerNormShareOnePass) {
+  // h is returned as well: the kernel stores it in its last pass, and reads x and r only there
+  // and in the statistics' passes.
+  auto fn = [](const Tensor& x, const Tensor& r, const Tensor& w) {
+    Tensor h = x + r;
+    return std::make_tuple(h, layer_norm(h, {64}, w, {}));
+  };
+  const Tensor x = randn({12, 64}), r = randn({12, 64}), w = randn({64});
+  compiler::Explanation e = compiler::explain(fn, x, r, w);
+  EXPECT_EQ(kernels_of(e), 1) << e;
+  auto [h, y] = compile(fn)(x, r, w);
+  auto [h2, y2] = fn(x, r, w);
+  expect_close(h, h2);
+  expect_close(y, y2, 1e-5);
+}
+
+TEST(Codegen, RmsNormIsOneKernel) {
+  expect_one_kernel([](const Tensor& x, const Tensor& w) { return rms_norm(x, {50}, w) * 3.0; },
+                    randn({8, 50}), randn({50}));
+}
+
+TEST(Codegen, CrossEntropyOfScaledLogitsIsOneKernelAndTheNllGather) {
+  auto fn = [](const Tensor& x, const Tensor& t) { return cross_entropy(x * 0.5, t); };
+  const Tensor x = randn({16, 100}), t = randint(0, 100, {16});
+  compiler::Explanation e = compiler::explain(fn, x, t);
+  EXPECT_EQ(kernels_of(e), 1) << e;    // mul, log_softmax
+  EXPECT_EQ(extern_calls(e), 1) << e;  // nll_loss
+  expect_close(compile(fn)(x, t), fn(x, t), 1e-5);
+}
+
+TEST(Codegen, ALoneSoftmaxRunsItsEagerKernel) {
+  auto fn = [](const Tensor& x) { return softmax(x, -1); };
+  const Tensor x = randn({8, 64});
+  compiler::Explanation e = compiler::explain(fn, x);
+  EXPECT_EQ(kernels_of(e), 0) << e;
+  EXPECT_EQ(extern_calls(e), 1) << e;
+  expect_close(compile(fn)(x), fn(x));
+}
+
+TEST(Codegen, SumsFeedTheirConsumersInTheSameKernel) {
   auto fn = [](const Tensor& x) { return (x.exp() / x.exp().sum(-1, true)).relu() * 3.0; };
+  expect_one_kernel(fn, randn({6, 9}));
+  expect_one_kernel([](const Tensor& x) { return x - x.amax(-1, true); }, randn({3, 17}));
+}
+
+TEST(Codegen, AttentionBlockPointwisePartsFuse) {
+  // scores = q k^T (an extern GEMM); scale, mask and softmax in one kernel; the weighted sum
+  // another GEMM.
+  auto fn = [](const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) {
+    return softmax(q.matmul(k.transpose(-2, -1)) * 0.25 + mask, -1).matmul(v);
+  };
+  const Tensor q = randn({2, 4, 10, 16}), k = randn({2, 4, 10, 16}), v = randn({2, 4, 10, 16}),
+               mask = randn({10, 10});
+  compiler::Explanation e = compiler::explain(fn, q, k, v, mask);
+  EXPECT_EQ(kernels_of(e), 1) << e;
+  expect_close(compile(fn)(q, k, v, mask), fn(q, k, v, mask), 1e-5);
+}
+
+TEST(Codegen, ReductionsOverOtherDimsRunAsExternCalls) {
+  auto fn = [](const Tensor& x) { return (x * 2.0).sum(0) + 1.0; };
   const Tensor x = randn({6, 9});
   compiler::Explanation e = compiler::explain(fn, x);
-  EXPECT_EQ(kernels_of(e), 2) << e;  // exp; then div, relu, mul after the sum
+  EXPECT_EQ(kernels_of(e), 2) << e;  // mul; the sum over dim 0 (extern); add
   EXPECT_EQ(extern_calls(e), 1) << e;
-  expect_close(compile(fn)(x), fn(x), 1e-6);
+  expect_close(compile(fn)(x), fn(x));
+}
+
+TEST(Codegen, ReductionDtypesAndSizes) {
+  auto fn = [](const Tensor& x) { return softmax(x, -1) + layer_norm(x, {x.size(-1)}); };
+  for (ScalarType dt : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    auto f = compile(fn, CompileOptions().dynamic(true));
+    for (int64_t n : {3, 17, 64}) {
+      const Tensor x = randn({5, n}).to(dt);
+      const double tol = dt == kBFloat16 ? 2e-2 : dt == kFloat16 ? 2e-3 : 1e-5;
+      expect_close(f(x), fn(x), tol);
+    }
+  }
 }
 
 TEST(Codegen, DtypesComputeAsEager) {
@@ -226,6 +324,18 @@ TEST(CodegenCache, LeastRecentlyUsedEntriesAreEvicted) {
   run_gelu_affine(10);
   EXPECT_EQ(dir.objects().size(), 1u);
   EXPECT_EQ(compiler::cache_stats().evicted, before.evicted + 1);
+}
+
+TEST(CodegenCache, ThreadsCompileTogetherAndShareAUnit) {
+  CacheDir dir;
+  const auto before = compiler::cache_stats();
+  std::vector<std::thread> threads;
+  // Four threads: two units (sizes 13 and 14), each wanted twice at once; each is compiled once.
+  for (int t = 0; t < 4; ++t) threads.emplace_back([t] { run_gelu_affine(13 + t % 2); });
+  for (auto& t : threads) t.join();
+  const auto after = compiler::cache_stats();
+  EXPECT_EQ(after.compiles, before.compiles + 2);
+  EXPECT_EQ(after.memory_hits + after.disk_hits - before.memory_hits - before.disk_hits, 2);
 }
 
 TEST(CodegenCache, ACompilerFailureKeepsTheSource) {

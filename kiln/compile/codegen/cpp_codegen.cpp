@@ -91,6 +91,12 @@ bool vectorisable(const Expr& e) {
   return true;
 }
 
+using RowKind = RowReduction::Kind;
+
+bool contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
 struct Emitter {
   const Graph& g;
   const FusedKernel& k;
@@ -98,8 +104,10 @@ struct Emitter {
   std::ostringstream os;
   std::map<int, int> buffer_of;   // value -> buffer index
   std::vector<SymShape> strides;  // per buffer, over the coalesced dims
-  SymShape sizes;                 // coalesced iteration shape
-  std::vector<int> scalars;       // constants: scalar values even in the vector loop
+  SymShape sizes;                 // coalesced iteration shape: outer dims, then inner dims
+  size_t inner_dims = 1;          // how many of `sizes` one row (the innermost loop) spans
+  std::vector<int> scalars;       // values held as scalars even in the vector loop
+  int anchor = -1;                // the row reduction's position in k.nodes
 
   std::string param(const SymInt& s) {
     if (auto v = s.maybe_int()) return "int64_t{" + std::to_string(*v) + "}";
@@ -109,30 +117,36 @@ struct Emitter {
     return "p[" + std::to_string(ks.params.size() - 1) + "]";
   }
 
-  void plan() {
-    for (int id : k.loads) {
-      buffer_of[id] = static_cast<int>(ks.buffers.size());
-      ks.buffers.push_back(id);
+  bool is_row_output(int id) const { return k.row && contains(k.row->row_outputs, id); }
+
+  // Strides of buffer `id` over the kernel's full shape.
+  SymShape full_strides(int id, size_t split) {
+    SymShape st;
+    Value dense = g.values[id];
+    if (is_row_output(id)) {  // one element per row, rows in order
+      st.assign(k.sizes.size(), SymInt(0));
+      SymInt s = 1;
+      for (size_t d = split; d-- > 0;) {
+        st[d] = k.sizes[d].maybe_int() == 1 ? SymInt(0) : s;
+        s = s * k.sizes[d];
+      }
+      return st;
     }
-    for (int id : k.stores) {
-      buffer_of[id] = static_cast<int>(ks.buffers.size());
-      ks.buffers.push_back(id);
-    }
-    std::vector<SymShape> full;
-    for (int id : ks.buffers) {
-      SymShape st;
-      Value dense = g.values[id];
-      if (std::find(k.stores.begin(), k.stores.end(), id) != k.stores.end()) dense.strides = {};
-      KILN_CHECK(strides_over(dense, k.sizes, st), "compile: internal error: value %", id,
-                 " does not broadcast to its kernel's shape");
-      full.push_back(std::move(st));
-    }
-    // Size-1 dims go; a dim merges into the one before where every buffer is contiguous across.
-    strides.assign(full.size(), {});
-    for (size_t d = 0; d < k.sizes.size(); ++d) {
+    if (contains(k.stores, id)) dense.strides = {};
+    KILN_CHECK(strides_over(dense, k.sizes, st), "compile: internal error: value %", id,
+               " does not broadcast to its kernel's shape");
+    return st;
+  }
+
+  // Coalesces dims [begin, end) of the full shape into `sizes`/`strides`: size-1 dims go, and a
+  // dim merges into the one before where every buffer is contiguous across them. Returns how
+  // many dims it added (at least one).
+  size_t coalesce(const std::vector<SymShape>& full, size_t begin, size_t end) {
+    const size_t before = sizes.size();
+    for (size_t d = begin; d < end; ++d) {
       const SymInt& n = k.sizes[d];
       if (n.maybe_int() == 1) continue;
-      bool merge = !sizes.empty();
+      bool merge = sizes.size() > before;
       for (size_t b = 0; b < full.size() && merge; ++b)
         merge = strides[b].back().same_as(full[b][d] * n);
       if (merge) {
@@ -143,22 +157,63 @@ struct Emitter {
       sizes.push_back(n);
       for (size_t b = 0; b < full.size(); ++b) strides[b].push_back(full[b][d]);
     }
-    if (sizes.empty()) {
+    if (sizes.size() == before) {
       sizes.push_back(1);
-      for (auto& s : strides) s.push_back(0);
+      for (auto& st : strides) st.push_back(0);
+    }
+    return sizes.size() - before;
+  }
+
+  void plan() {
+    for (const auto* list : {&k.loads, &k.stores})
+      for (int id : *list) {
+        buffer_of[id] = static_cast<int>(ks.buffers.size());
+        ks.buffers.push_back(id);
+      }
+    const size_t rank = k.sizes.size();
+    const size_t split = k.row ? rank - k.row->reduced_dims : (rank > 0 ? rank - 1 : 0);
+    std::vector<SymShape> full;
+    for (int id : ks.buffers) full.push_back(full_strides(id, split));
+    strides.assign(full.size(), {});
+    if (!k.row) {
+      coalesce(full, 0, rank);
+      inner_dims = 1;
+    } else {
+      coalesce(full, 0, split);
+      inner_dims = coalesce(full, split, rank);
     }
   }
 
-  // The element of buffer b at inner index j.
+  bool row_loop() const { return k.row || sizes.size() > 1; }
+
+  // The element of buffer b at row offset o<b> and inner index j.
   std::string at(int b) {
-    const SymInt& s = strides[b].back();
-    const std::string base = "b" + std::to_string(b) + "[o" + std::to_string(b);
-    if (s.maybe_int() == 0) return base + "]";
-    if (s.maybe_int() == 1) return base + " + j]";
-    return base + " + j * " + param(s) + "]";
+    std::string index = "o" + std::to_string(b);
+    if (inner_dims == 1) {
+      const SymInt& s = strides[b].back();
+      if (s.maybe_int() == 1) index += " + j";
+      if (!s.maybe_int() || (*s.maybe_int() != 0 && *s.maybe_int() != 1))
+        index += " + j * " + param(s);
+    } else {  // several inner dims: j decomposed, innermost first
+      std::string div;
+      for (size_t d = sizes.size(); d-- > sizes.size() - inner_dims;) {
+        const std::string q = div.empty() ? "j" : "(j / (" + div + "))";
+        if (strides[b][d].maybe_int() != 0)
+          index += " + " + q + " % " + param(sizes[d]) + " * " + param(strides[b][d]);
+        div += (div.empty() ? "" : " * ") + param(sizes[d]);
+      }
+    }
+    return "b" + std::to_string(b) + "[" + index + "]";
+  }
+
+  std::string inner_size() {
+    std::string n = "int64_t{1}";
+    for (size_t d = sizes.size() - inner_dims; d < sizes.size(); ++d) n += " * " + param(sizes[d]);
+    return n;
   }
 
   bool inner_unit_or_broadcast() {
+    if (inner_dims != 1) return false;
     for (const auto& st : strides) {
       auto v = st.back().maybe_int();
       if (!v || (*v != 0 && *v != 1)) return false;
@@ -166,17 +221,17 @@ struct Emitter {
     return true;
   }
 
+  std::string var(int id, ScalarType to, bool vec) {
+    const std::string v = "v" + std::to_string(id);
+    if (vec && contains(scalars, id)) return "splat(" + convert(v, g.values[id].dtype, to) + ")";
+    return vec ? convert_vec(v, to) : convert(v, g.values[id].dtype, to);
+  }
+
   // The expression of one node's op, over its inputs' variables.
   std::string expr(const Expr& e, const Node& n, bool vec) {
     switch (e.kind) {
-      case Expr::Kind::Input: {
-        const int id = n.inputs.at(e.input);
-        const ScalarType from = g.values[id].dtype;
-        const std::string v = "v" + std::to_string(id);
-        if (vec && std::find(scalars.begin(), scalars.end(), id) != scalars.end())
-          return "splat(" + convert(v, from, e.dtype) + ")";
-        return vec ? convert_vec(v, e.dtype) : convert(v, from, e.dtype);
-      }
+      case Expr::Kind::Input:
+        return var(n.inputs.at(e.input), e.dtype, vec);
       case Expr::Kind::Constant:
         return vec ? "splat(static_cast<float>(" + literal(e.value) + "))"
                    : "static_cast<" + std::string(compute_type(e.dtype)) + ">(" + literal(e.value) +
@@ -194,24 +249,79 @@ struct Emitter {
     return "";
   }
 
-  // Loads, the nodes' values and the stores of one element (or one vector of them).
-  void body(bool vec, const char* indent) {
+  // ---- the row reduction ----
+
+  const Node& row_node() const { return g.nodes[k.row->node]; }
+  // The dtype the reduction computes in: float for float32 and the 16-bit floats.
+  ScalarType row_compute() const {
+    return g.values[row_node().inputs[0]].dtype == kFloat64 ? kFloat64 : kFloat32;
+  }
+  std::string row_input(bool vec) { return var(row_node().inputs[0], row_compute(), vec); }
+  // Softmax over float rows keeps exp(x - m) from its sum's pass for the last one (in a
+  // per-thread buffer), instead of computing it twice.
+  bool keeps_exp() const { return k.row->kind == RowKind::Softmax && row_compute() == kFloat32; }
+  std::string stat(const char* name) { return std::string(name) + std::to_string(k.row->node); }
+
+  // The full-shaped result of the reduction for one element (or vector), from its statistics.
+  std::string row_result(bool vec) {
+    const Node& n = row_node();
+    const std::string x = row_input(vec), T = compute_type(row_compute());
+    auto s = [&](const std::string& name) { return vec ? "splat(" + name + ")" : name; };
+    auto affine = [&](std::string y, size_t w, size_t b) {
+      if (w < n.inputs.size() && n.inputs[w] >= 0)
+        y = "(" + y + ") * " + var(n.inputs[w], row_compute(), vec);
+      if (b < n.inputs.size() && n.inputs[b] >= 0)
+        y = "(" + y + ") + " + var(n.inputs[b], row_compute(), vec);
+      return y;
+    };
+    switch (k.row->kind) {
+      case RowKind::Softmax:  // exp(x - m) was kept by the sum's pass (float rows)
+        if (keeps_exp())
+          return (vec ? "load_vec(keep + j)" : "keep[j]") + std::string(" * ") + s(stat("inv"));
+        return (vec ? "exp_vec(" : "std::exp(") + x + " - " + s(stat("m")) + ") * " +
+               s(stat("inv"));
+      case RowKind::LogSoftmax:
+        return x + " - " + s(stat("lse"));
+      case RowKind::LayerNorm:
+        return affine("(" + x + " - " + s(stat("mean")) + ") * " + s(stat("rstd")), 1, 2);
+      case RowKind::RmsNorm:
+        return affine(x + " * " + s(stat("rstd")), 1, 99);
+      default:
+        return "";
+    }
+  }
+
+  // Loads and nodes of one element (or vector): the producers only (a pass computing a
+  // statistic), or every node with the stores (the last pass).
+  void body(bool vec, const std::string& indent, bool last_pass) {
     for (int id : k.loads) {
       const int b = buffer_of[id];
-      if (!vec) {
+      if (!vec)
         os << indent << "const " << compute_type(g.values[id].dtype) << " v" << id << " = " << at(b)
            << ";\n";
-      } else if (strides[b].back().maybe_int() == 0) {
+      else if (strides[b].back().maybe_int() == 0)
         os << indent << "const fvec v" << id << " = splat(static_cast<float>(" << at(b) << "));\n";
-      } else {
+      else
         os << indent << "const fvec v" << id << " = load_vec(&" << at(b) << ");\n";
-      }
     }
     for (size_t i = 0; i < k.nodes.size(); ++i) {
+      if (!last_pass && anchor >= 0 && static_cast<int>(i) >= anchor) break;
       const Node& n = g.nodes[k.nodes[i]];
+      if (!k.exprs[i]) {  // the row reduction: its full-shaped result, if it has one
+        if (k.row->full_output < 0) continue;
+        const int id = k.row->full_output;
+        const ScalarType dt = g.values[id].dtype;
+        const std::string e = row_result(vec);
+        if (vec)
+          os << indent << "const fvec v" << id << " = " << convert_vec(e, dt) << ";\n";
+        else
+          os << indent << "const " << compute_type(dt) << " v" << id << " = "
+             << convert(e, row_compute(), dt) << ";\n";
+        continue;
+      }
       const int id = n.outputs[0];
       const ScalarType dt = g.values[id].dtype;
-      const bool scalar = std::find(scalars.begin(), scalars.end(), id) != scalars.end();
+      const bool scalar = contains(scalars, id);
       const std::string e = expr(*k.exprs[i], n, vec && !scalar);
       if (vec && !scalar)
         os << indent << "const fvec v" << id << " = " << convert_vec(e, dt) << ";\n";
@@ -219,7 +329,9 @@ struct Emitter {
         os << indent << "const " << compute_type(dt) << " v" << id << " = "
            << convert(e, k.exprs[i]->dtype, dt) << ";\n";
     }
+    if (!last_pass) return;
     for (int id : k.stores) {
+      if (is_row_output(id)) continue;  // stored once per row
       const int b = buffer_of[id];
       if (vec)
         os << indent << "store_vec(&" << at(b) << ", v" << id << ");\n";
@@ -229,11 +341,131 @@ struct Emitter {
     }
   }
 
+  // One pass over the row folding f(x) into a statistic: "sum", "max" or "min".
+  // One pass over the row folding f(x) into a statistic ("sum", "max" or "min"); with `keep`,
+  // f of each element is also stored in the row's scratch buffer. Vectors go through four
+  // independent accumulators, so that the row is not one chain of dependent adds or blends.
+  void pass(const std::string& result, const char* fold, const std::string& scalar_f,
+            const std::string& vector_f, bool keep = false) {
+    const bool sum = std::string(fold) == "sum";
+    const std::string T = compute_type(row_compute());
+    const std::string init = sum ? "0" : std::string(fold) == "max" ? "-INFINITY" : "INFINITY";
+    const char* cmp = std::string(fold) == "max" ? " > " : " < ";
+    // max/min: a compare and a blend per vector, with NaNs noted apart (a NaN is never selected,
+    // so the row's result becomes NaN at the end), as the eager kernels' extremes propagate it.
+    auto fold_vec = [&](const std::string& acc, const std::string& f) {
+      if (sum) return acc + " += " + f + ";\n";
+      std::string u = acc.substr(acc.find('['));
+      return acc + " = " + f + cmp + acc + " ? " + f + " : " + acc + ";\n" + std::string(14, ' ') +
+             "nan" + u + " |= " + f + " != " + f + ";\n";
+    };
+    os << "    " << (sum ? "double" : T) << " " << result << " = " << init << ";\n    {\n"
+       << "      int64_t j = 0;\n";
+    if (ks.vectorised) {
+      os << "      fvec acc[4] = {splat(" << init << "), splat(" << init << "), splat(" << init
+         << "), splat(" << init << ")};\n";
+      if (!sum) os << "      ivec nan[4] = {};\n";
+      os << ""
+         << "      for (; j + 4 * kVec <= n; j += 4 * kVec) {\n"
+         << "        for (int u = 0; u < 4; ++u) {\n"
+         << "          const int64_t ju = j + u * kVec;\n"
+         << "          {\n            const int64_t j = ju;\n";
+      body(true, "            ", false);
+      os << "            const fvec f = " << vector_f << ";\n";
+      if (keep) os << "            store_vec(keep + j, f);\n";
+      os << "            " << fold_vec("acc[u]", "f") << "          }\n        }\n      }\n"
+         << "      for (; j + kVec <= n; j += kVec) {\n";
+      body(true, "        ", false);
+      os << "        const fvec f = " << vector_f << ";\n";
+      if (keep) os << "        store_vec(keep + j, f);\n";
+      os << "        " << fold_vec("acc[0]", "f") << "      }\n"
+         << "      for (int u = 1; u < 4; ++u) {\n        " << fold_vec("acc[0]", "acc[u]")
+         << (sum ? "" : "        nan[0] |= nan[u];\n") << "      }\n";
+      if (sum)
+        os << "      " << result << " = hsum(acc[0]);\n";
+      else
+        os << "      for (int l = 0; l < kVec; ++l) {\n        if (acc[0][l]" << cmp << result
+           << ") " << result << " = acc[0][l];\n        if (nan[0][l]) " << result
+           << " = NAN;\n      }\n";
+    }
+    os << "      for (; j < n; ++j) {\n";
+    body(false, "        ", false);
+    os << "        const " << T << " f = " << scalar_f << ";\n";
+    if (keep) os << "        keep[j] = f;\n";
+    if (sum)
+      os << "        " << result << " += f;\n";
+    else
+      os << "        if (f != f || f" << cmp << result << ") " << result << " = f;\n";
+    os << "      }\n    }\n";
+  }
+
+  // The passes computing the row's statistics, and its row outputs.
+  void statistics() {
+    const RowReduction& r = *k.row;
+    const std::string T = compute_type(row_compute());
+    const std::string x = row_input(false), xv = ks.vectorised ? row_input(true) : "";
+    auto define = [&](const std::string& name, const std::string& value) {
+      os << "    const " << T << " " << name << " = static_cast<" << T << ">(" << value << ");\n";
+    };
+    switch (r.kind) {
+      case RowKind::Sum:
+      case RowKind::Mean:
+        pass(stat("acc"), "sum", x, xv);
+        define(stat("stat"),
+               r.kind == RowKind::Mean ? stat("acc") + " / static_cast<double>(n)" : stat("acc"));
+        break;
+      case RowKind::Max:
+      case RowKind::Min:
+        pass(stat("stat"), r.kind == RowKind::Max ? "max" : "min", x, xv);
+        break;
+      case RowKind::Softmax:
+      case RowKind::LogSoftmax:
+        pass(stat("m"), "max", x, xv);
+        if (keeps_exp()) os << "    float* keep = row_scratch(n);\n";
+        pass(stat("acc"), "sum", "std::exp(" + x + " - " + stat("m") + ")",
+             "exp_vec(" + xv + " - splat(" + stat("m") + "))", keeps_exp());
+        define(stat("inv"), "1.0 / " + stat("acc"));
+        define(stat("lse"), stat("m") + " + std::log(" + stat("acc") + ")");
+        break;
+      case RowKind::LayerNorm:
+        pass(stat("acc"), "sum", x, xv);
+        define(stat("mean"), stat("acc") + " / static_cast<double>(n)");
+        pass(stat("sq"), "sum",
+             "(" + x + " - " + stat("mean") + ") * (" + x + " - " + stat("mean") + ")",
+             "(" + xv + " - splat(" + stat("mean") + ")) * (" + xv + " - splat(" + stat("mean") +
+                 "))");
+        define(stat("rstd"), "1.0 / std::sqrt(" + stat("sq") + " / static_cast<double>(n) + " +
+                                 literal(r.eps) + ")");
+        break;
+      case RowKind::RmsNorm:
+        pass(stat("sq"), "sum", x + " * " + x, xv + " * " + xv);
+        define(stat("rstd"), "1.0 / std::sqrt(" + stat("sq") + " / static_cast<double>(n) + " +
+                                 literal(r.eps) + ")");
+        break;
+    }
+    // The row outputs, as the values their readers in this kernel use.
+    std::vector<std::string> names;
+    if (r.kind == RowKind::LayerNorm)
+      names = {stat("mean"), stat("rstd")};
+    else if (r.kind == RowKind::RmsNorm)
+      names = {stat("rstd")};
+    else
+      names = {stat("stat")};
+    for (size_t i = 0; i < r.row_outputs.size() && i < names.size(); ++i) {
+      const int id = r.row_outputs[i];
+      const ScalarType dt = g.values[id].dtype;
+      os << "    const " << compute_type(dt) << " v" << id << " = "
+         << convert(names[i], row_compute(), dt) << ";\n";
+    }
+  }
+
   bool can_vectorise() {
     if (!inner_unit_or_broadcast()) return false;
     for (int id : ks.buffers)
-      if (!is_vector_float(g.values[id].dtype)) return false;
+      if (!is_vector_float(g.values[id].dtype) && !is_row_output(id)) return false;
+    if (k.row && row_compute() != kFloat32) return false;
     for (size_t i = 0; i < k.nodes.size(); ++i) {
+      if (!k.exprs[i]) continue;                 // the row reduction
       if (!reads_inputs(*k.exprs[i])) continue;  // a constant, splat where it is read
       if (!vectorisable(*k.exprs[i])) return false;
       if (!is_vector_float(g.values[g.nodes[k.nodes[i]].outputs[0]].dtype)) return false;
@@ -243,12 +475,17 @@ struct Emitter {
 
   void emit(int index) {
     plan();
-    for (size_t i = 0; i < k.nodes.size(); ++i)
-      if (!reads_inputs(*k.exprs[i])) scalars.push_back(g.nodes[k.nodes[i]].outputs[0]);
+    for (size_t i = 0; i < k.nodes.size(); ++i) {
+      if (!k.exprs[i])
+        anchor = static_cast<int>(i);
+      else if (!reads_inputs(*k.exprs[i]))
+        scalars.push_back(g.nodes[k.nodes[i]].outputs[0]);
+    }
+    if (k.row)
+      for (int id : k.row->row_outputs) scalars.push_back(id);
     const std::string name = "k" + std::to_string(index);
     ks.symbol = "kiln_kernel_" + std::to_string(index);
     ks.vectorised = can_vectorise();
-    const size_t rank = sizes.size();
     os << "\n// kernel " << index << ":";
     for (int ni : k.nodes) os << " %" << g.nodes[ni].outputs[0] << " = " << g.nodes[ni].op->name;
     os << "\nnamespace {\nvoid " << name << "(void* ctx, int64_t begin, int64_t end) {\n";
@@ -260,15 +497,16 @@ struct Emitter {
       os << "  " << (load ? "const " : "") << t << "* __restrict b" << b << " = reinterpret_cast<"
          << (load ? "const " : "") << t << "*>(c.b[" << b << "]);\n";
     }
-    if (rank == 1) {
+    const size_t outer = sizes.size() - inner_dims;
+    if (!row_loop()) {
       os << "  {\n    const int64_t j0 = begin, j1 = end;\n";
       for (size_t b = 0; b < ks.buffers.size(); ++b) os << "    const int64_t o" << b << " = 0;\n";
     } else {
-      os << "  const int64_t n = " << param(sizes.back()) << ";\n";
+      os << "  const int64_t n = " << inner_size() << ";\n";
       os << "  for (int64_t row = begin; row < end; ++row) {\n";
       os << "    const int64_t j0 = 0, j1 = n;\n    int64_t r = row;\n";
       for (size_t b = 0; b < ks.buffers.size(); ++b) os << "    int64_t o" << b << " = 0;\n";
-      for (size_t d = rank - 1; d-- > 0;) {
+      for (size_t d = outer; d-- > 0;) {
         os << "    {\n      const int64_t i = " << (d > 0 ? "r % " + param(sizes[d]) : "r")
            << ";\n";
         if (d > 0) os << "      r /= " << param(sizes[d]) << ";\n";
@@ -277,26 +515,33 @@ struct Emitter {
             os << "      o" << b << " += i * " << param(strides[b][d]) << ";\n";
         os << "    }\n";
       }
+      if (k.row) statistics();
     }
     os << "    int64_t j = j0;\n";
     if (ks.vectorised) {
       os << "    for (; j + kVec <= j1; j += kVec) {\n";
-      body(true, "      ");
+      body(true, "      ", true);
       os << "    }\n";
     }
     os << "    for (; j < j1; ++j) {\n";
-    body(false, "      ");
-    os << "    }\n  }\n}\n}  // namespace\n";
+    body(false, "      ", true);
+    os << "    }\n";
+    for (int id : k.stores)
+      if (is_row_output(id))
+        os << "    b" << buffer_of[id] << "[o" << buffer_of[id] << "] = static_cast<"
+           << storage_type(g.values[id].dtype) << ">(v" << id << ");\n";
+    os << "  }\n}\n}  // namespace\n";
     std::string rows = "int64_t{1}";
-    for (size_t d = 0; d + (rank == 1 ? 0 : 1) < rank; ++d) rows += " * " + param(sizes[d]);
+    for (size_t d = 0; d < (row_loop() ? outer : sizes.size()); ++d)
+      rows += " * " + param(sizes[d]);
     os << "extern \"C\" KILN_KERNEL_EXPORT void " << ks.symbol
        << "(char* const* b, const int64_t* p, const KilnKernelRuntime* rt) {\n"
        << "  const Context c{b, p};\n"
        << "  const int64_t rows = " << rows << ";\n";
-    if (rank == 1)
+    if (!row_loop())
       os << "  rt->parallel_for(0, rows, 32768, " << name << ", const_cast<Context*>(&c));\n}\n";
     else
-      os << "  const int64_t n = " << param(sizes.back()) << ";\n"
+      os << "  const int64_t n = " << inner_size() << ";\n"
          << "  rt->parallel_for(0, rows, n > 0 ? (32768 + n - 1) / n : 1, " << name
          << ", const_cast<Context*>(&c));\n}\n";
   }
@@ -324,7 +569,7 @@ GeneratedUnit generate_cpp(const Graph& graph, const Schedule& schedule, cpu::Cp
   std::string kernels;
   for (size_t i = 0; i < schedule.kernels.size(); ++i) {
     KernelSource ks;
-    Emitter e{graph, schedule.kernels[i], ks, {}, {}, {}, {}};
+    Emitter e{graph, schedule.kernels[i], ks};
     e.emit(static_cast<int>(i));
     kernels += e.os.str();
     u.kernels.push_back(std::move(ks));

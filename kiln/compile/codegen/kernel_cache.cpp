@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <list>
 #include <mutex>
 #include <sstream>
@@ -48,11 +49,15 @@ std::string read_file(const fs::path& p) {
   return os.str();
 }
 
+// A name for a temporary file beside `path`, unique to this process and call.
+fs::path temporary(const fs::path& path) {
+  static std::atomic<int> counter{0};
+  return path.string() + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+}
+
 // Writes `text` to `path` through a temporary file and a rename, so readers never see half of it.
 void write_atomically(const fs::path& path, std::string_view text) {
-  static std::atomic<int> counter{0};
-  const fs::path tmp =
-      path.string() + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  const fs::path tmp = temporary(path);
   {
     std::ofstream out(tmp, std::ios::binary);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
@@ -132,7 +137,7 @@ fs::path pch_dir(const fs::path& cache, const Toolchain& tc, const std::string& 
   std::error_code ec;
   if (fs::exists(gch, ec)) return dir;
   fs::create_directories(gch.parent_path());
-  const fs::path tmp = gch.string() + ".tmp." + std::to_string(getpid());
+  const fs::path tmp = temporary(gch);
   const std::string cmd = quote(tc.cxx) + " " + flags + " -x c++-header -I" + quote(inc.string()) +
                           " " + quote((inc / "kiln/compile/codegen/kernel_prelude.h").string()) +
                           " -o " + quote(tmp.string());
@@ -174,7 +179,15 @@ struct Cache {
   std::mutex mu;
   std::list<std::pair<std::string, std::shared_ptr<SharedObject>>> lru;  // most recent first
   std::unordered_map<std::string, decltype(lru)::iterator> index;
+  // Units being loaded or compiled: a second caller waits for the first instead of compiling
+  // again; different units compile in parallel.
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<SharedObject>>> in_flight;
   CacheStats stats;
+
+  void count(int64_t CacheStats::*field, int64_t by = 1) {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.*field += by;
+  }
 };
 
 Cache& cache() {
@@ -206,6 +219,7 @@ int64_t evict(const fs::path& dir, const std::string& keep) {
   for (const auto& f : fs::directory_iterator(dir, ec)) {
     const std::string name = f.path().filename().string();
     const std::string key = name.substr(0, name.find('.'));
+    if (name.find(".tmp.") != std::string::npos) continue;  // being written
     const auto size = static_cast<int64_t>(f.file_size(ec));
     Entry& e = entries[key];
     e.key = key;
@@ -216,8 +230,8 @@ int64_t evict(const fs::path& dir, const std::string& keep) {
   const int64_t limit = max_bytes();
   if (total <= limit) return 0;
   std::vector<Entry> order;
-  for (auto& [k, e] : entries)
-    if (k != keep) order.push_back(e);
+  for (auto& [k, e] : entries)  // entries without a shared object are still being built
+    if (k != keep && e.used != fs::file_time_type{}) order.push_back(e);
   std::sort(order.begin(), order.end(),
             [](const Entry& a, const Entry& b) { return a.used < b.used; });
   int64_t removed = 0;
@@ -272,6 +286,58 @@ void clear_memory_cache() {
   cache().index.clear();
 }
 
+namespace {
+
+// The shared object of unit `key` from the disk cache, or compiled now (no lock held: other
+// units load and compile meanwhile).
+std::shared_ptr<SharedObject> load_or_build(Cache& c, const std::string& key,
+                                            const std::string& source, const Toolchain& tc,
+                                            const std::string& flags, const fs::path& inc) {
+  const fs::path dir = fs::path(cache_dir()) / "kernels";
+  fs::create_directories(dir);
+  const fs::path so = dir / (key + ".so"), sum = dir / (key + ".sum"), src = dir / (key + ".cpp");
+  std::error_code ec;
+  if (fs::exists(so, ec) && fs::exists(sum, ec)) {
+    std::shared_ptr<SharedObject> obj;
+    if (read_file(sum) == checksum(read_file(so))) obj = open(so);
+    if (obj) {
+      c.count(&CacheStats::disk_hits);
+      fs::last_write_time(so, fs::file_time_type::clock::now(), ec);  // recently used
+      log(LogKind::Perf, "kernel cache hit on disk: " + so.string());
+      return obj;
+    }
+    c.count(&CacheStats::rebuilt);
+    log(LogKind::Perf, "kernel cache entry " + so.string() + " is damaged; rebuilding it");
+  }
+  write_atomically(src, source);
+  const fs::path tmp = temporary(so);
+  const fs::path log_path = temporary(dir / (key + ".log"));
+  const fs::path pch = pch_dir(cache_dir(), tc, flags, inc);
+  const std::string cmd =
+      quote(tc.cxx) + " " + flags + " -shared" + (pch.empty() ? "" : " -I" + quote(pch.string())) +
+      " -I" + quote(inc.string()) + " " + quote(src.string()) + " -o " + quote(tmp.string());
+  const bool ok = run(cmd, log_path);
+  c.count(&CacheStats::compiles);
+  const std::string message = ok ? "" : read_file(log_path);
+  fs::remove(log_path, ec);
+  if (!ok) {
+    fs::remove(tmp, ec);
+    KILN_FAIL("compile: the C++ compiler failed on generated code (kept at ", src.string(), "):\n",
+              message, "command: ", cmd);
+  }
+  const std::string bytes = read_file(tmp);
+  fs::rename(tmp, so);
+  write_atomically(sum, checksum(bytes));
+  std::shared_ptr<SharedObject> obj = open(so);
+  KILN_CHECK(obj != nullptr, "compile: cannot load generated kernels ", so.string(), ": ",
+             dlerror());
+  log(LogKind::Perf, "compiled generated kernels into " + so.string());
+  c.count(&CacheStats::evicted, evict(dir, key));
+  return obj;
+}
+
+}  // namespace
+
 std::shared_ptr<SharedObject> load_kernels(const std::string& source, cpu::CpuCapability level) {
   const Toolchain tc = toolchain();
   const std::string flags = flags_for(level);
@@ -280,61 +346,39 @@ std::shared_ptr<SharedObject> load_kernels(const std::string& source, cpu::CpuCa
   const std::string key = hex(fnv1a(source, fnv1a(id))) + hex(fnv1a(id, fnv1a(source)));
 
   Cache& c = cache();
-  std::lock_guard<std::mutex> lock(c.mu);
+  std::unique_lock<std::mutex> lock(c.mu);
   if (auto it = c.index.find(key); it != c.index.end()) {
     c.lru.splice(c.lru.begin(), c.lru, it->second);
     ++c.stats.memory_hits;
     return it->second->second;
   }
-  const fs::path dir = fs::path(cache_dir()) / "kernels";
-  fs::create_directories(dir);
-  const fs::path so = dir / (key + ".so"), sum = dir / (key + ".sum"), src = dir / (key + ".cpp");
-
+  if (auto it = c.in_flight.find(key); it != c.in_flight.end()) {
+    ++c.stats.memory_hits;  // shared with the caller building it
+    auto pending = it->second;
+    lock.unlock();
+    return pending.get();
+  }
+  std::promise<std::shared_ptr<SharedObject>> promise;
+  c.in_flight.emplace(key, promise.get_future().share());
+  lock.unlock();
   std::shared_ptr<SharedObject> obj;
-  std::error_code ec;
-  if (fs::exists(so, ec) && fs::exists(sum, ec)) {
-    if (read_file(sum) == checksum(read_file(so))) obj = open(so);
-    if (obj) {
-      ++c.stats.disk_hits;
-      fs::last_write_time(so, fs::file_time_type::clock::now(), ec);  // recently used
-      log(LogKind::Perf, "kernel cache hit on disk: " + so.string());
-    } else {
-      ++c.stats.rebuilt;
-      log(LogKind::Perf, "kernel cache entry " + so.string() + " is damaged; rebuilding it");
-    }
+  try {
+    obj = load_or_build(c, key, source, tc, flags, inc);
+  } catch (...) {
+    lock.lock();
+    c.in_flight.erase(key);
+    promise.set_exception(std::current_exception());
+    throw;
   }
-  if (!obj) {
-    write_atomically(src, source);
-    const fs::path tmp = so.string() + ".tmp." + std::to_string(getpid());
-    const fs::path log_path = dir / (key + ".log");
-    const fs::path pch = pch_dir(cache_dir(), tc, flags, inc);
-    const std::string cmd = quote(tc.cxx) + " " + flags + " -shared" +
-                            (pch.empty() ? "" : " -I" + quote(pch.string())) + " -I" +
-                            quote(inc.string()) + " " + quote(src.string()) + " -o " +
-                            quote(tmp.string());
-    const bool ok = run(cmd, log_path);
-    ++c.stats.compiles;
-    if (!ok) {
-      fs::remove(tmp, ec);
-      KILN_FAIL("compile: the C++ compiler failed on generated code (kept at ", src.string(),
-                "):\n", read_file(log_path), "command: ", cmd);
-    }
-    fs::remove(log_path, ec);
-    const std::string bytes = read_file(tmp);
-    fs::rename(tmp, so);
-    write_atomically(sum, checksum(bytes));
-    obj = open(so);
-    KILN_CHECK(obj != nullptr, "compile: cannot load generated kernels ", so.string(), ": ",
-               dlerror());
-    log(LogKind::Perf, "compiled generated kernels into " + so.string());
-    c.stats.evicted += evict(dir, key);
-  }
+  lock.lock();
+  c.in_flight.erase(key);
   c.lru.emplace_front(key, obj);
   c.index[key] = c.lru.begin();
   if (c.lru.size() > kMemoryEntries) {
     c.index.erase(c.lru.back().first);
     c.lru.pop_back();
   }
+  promise.set_value(obj);
   return obj;
 }
 

@@ -32,7 +32,7 @@ class SharedObject {
 struct CacheStats {
   int64_t compiles = 0;     // units this process compiled
   int64_t disk_hits = 0;    // units loaded from the disk cache
-  int64_t memory_hits = 0;  // units already loaded in this process
+  int64_t memory_hits = 0;  // units already loaded (or being loaded) in this process
   int64_t rebuilt = 0;      // damaged disk entries found and rebuilt
   int64_t evicted = 0;      // disk entries removed to stay under the size limit
 };

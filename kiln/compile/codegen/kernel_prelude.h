@@ -5,7 +5,10 @@
 
 #include <concepts>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "kiln/backend/scalar.h"
 #include "kiln/compile/codegen/runtime.h"
@@ -35,6 +38,24 @@ inline fvec round_to(fvec v) {
   S t[kVec];
   store_vec(t, v);
   return load_vec(t);
+}
+// A per-thread buffer of at least n floats, aligned to cache lines (vector stores into it must
+// not split lines), for values a row kernel keeps between passes. An allocation failure throws
+// std::bad_alloc, which Kiln's parallel_for passes on to the caller.
+inline float* row_scratch(int64_t n) {
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<float, Free> buffer;
+  thread_local int64_t capacity = 0;
+  if (n > capacity) {
+    buffer.reset();
+    const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64;
+    buffer.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    if (!buffer) throw std::bad_alloc();
+    capacity = n;
+  }
+  return buffer.get();
 }
 }  // namespace kiln_kernels
 

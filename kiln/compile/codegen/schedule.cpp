@@ -72,6 +72,86 @@ lowering::ExprPtr pointwise_expr(const Graph& g, const Node& n, std::string& why
   return e;
 }
 
+bool is_float(ScalarType t) {
+  return t == kFloat32 || t == kFloat64 || t == kFloat16 || t == kBFloat16;
+}
+
+// Whether node n is a reduction over trailing dims that a kernel can compute row by row; `why`
+// says why not when the op is one of them.
+bool row_reduction(const Graph& g, const Node& n, RowReduction& r, std::string& why) {
+  using K = RowReduction::Kind;
+  static const std::pair<const char*, K> kOps[] = {{"sum", K::Sum},
+                                                   {"mean", K::Mean},
+                                                   {"amax", K::Max},
+                                                   {"amin", K::Min},
+                                                   {"softmax", K::Softmax},
+                                                   {"log_softmax", K::LogSoftmax},
+                                                   {"layer_norm", K::LayerNorm},
+                                                   {"rms_norm", K::RmsNorm}};
+  const auto* op = std::find_if(std::begin(kOps), std::end(kOps),
+                                [&](const auto& o) { return n.op->name == o.first; });
+  if (op == std::end(kOps) || n.inputs.empty() || n.inputs[0] < 0) return false;
+  r = RowReduction{};
+  r.kind = op->second;
+  const Value& x = g.values[n.inputs[0]];
+  const auto rank = static_cast<int64_t>(x.sizes.size());
+  why = "a reduction the generated row kernels do not cover (";
+  if (!is_float(x.dtype) || x.device.type() != DeviceType::CPU || n.symbolic_attrs) {
+    why += "dtype, device or symbolic attributes)";
+    return false;
+  }
+  std::vector<int64_t> dims;
+  const Attrs& a = n.attrs;
+  switch (r.kind) {
+    case K::Sum:
+    case K::Mean:
+      if (!a.is_none(2)) return why += "dtype argument)", false;
+      [[fallthrough]];
+    case K::Max:
+    case K::Min:
+      dims = a.ints(0);
+      break;
+    case K::Softmax:
+    case K::LogSoftmax:
+      if (!a.is_none(1)) return why += "dtype argument)", false;
+      dims = {a.i(0)};
+      break;
+    case K::LayerNorm:
+    case K::RmsNorm:
+      for (size_t d = 0; d < a.ints(0).size(); ++d)
+        dims.push_back(rank - static_cast<int64_t>(a.ints(0).size()) + static_cast<int64_t>(d));
+      r.eps = a.f(1);
+      break;
+  }
+  for (int64_t& d : dims) d = d < 0 ? d + rank : d;
+  std::sort(dims.begin(), dims.end());
+  r.reduced_dims = static_cast<int>(dims.size());
+  bool trailing = !dims.empty() && rank > 0;
+  for (size_t j = 0; j < dims.size() && trailing; ++j)
+    trailing = dims[j] == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j);
+  if (!trailing) return why += "not over the trailing dims)", false;
+  for (int64_t d = rank - r.reduced_dims; d < rank; ++d)
+    if (x.sizes[d].maybe_int() == 0) return why += "empty rows)", false;
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    const Value& out = g.values[n.outputs[k]];
+    if (!is_contiguous(out.sizes, out.strides)) return why += "a strided output)", false;
+    const bool full =
+        (r.kind != K::Sum && r.kind != K::Mean && r.kind != K::Max && r.kind != K::Min && k == 0);
+    if (full)
+      r.full_output = n.outputs[k];
+    else
+      r.row_outputs.push_back(n.outputs[k]);
+  }
+  for (size_t k = 1; k < n.inputs.size(); ++k) {  // weight, bias
+    SymShape st;
+    if (n.inputs[k] >= 0 && (!is_float(g.values[n.inputs[k]].dtype) ||
+                             !strides_over(g.values[n.inputs[k]], x.sizes, st)))
+      return why += "weight or bias)", false;
+  }
+  r.node = static_cast<int>(&n - g.nodes.data());
+  return true;
+}
+
 }  // namespace
 
 bool strides_over(const Value& v, const SymShape& sizes, SymShape& strides) {
@@ -118,6 +198,15 @@ Schedule schedule(const Graph& g) {
     open[k] = false;
     s.steps.push_back({true, k});
   };
+  // The constants node n reads, computed in its kernel.
+  auto add_constants = [&](FusedKernel& fk, const Node& n) {
+    for (int id : n.inputs) {
+      if (id < 0 || !constant[id]) continue;
+      if (std::find(fk.nodes.begin(), fk.nodes.end(), producer[id]) != fk.nodes.end()) continue;
+      fk.nodes.push_back(producer[id]);
+      fk.exprs.push_back(constant[id]);
+    }
+  };
   auto materialise_constant = [&](int id) {
     if (id < 0 || !constant[id] || materialised[id]) return;
     materialised[id] = true;
@@ -128,6 +217,32 @@ Schedule schedule(const Graph& g) {
     for (int id : n.outputs) producer[id] = static_cast<int>(i);
     std::string why = "mutates its input";
     lowering::ExprPtr e = n.op->is_inplace ? nullptr : pointwise_expr(g, n, why);
+    RowReduction row;
+    if (!e && !n.op->is_inplace && row_reduction(g, n, row, why)) {
+      // A row kernel: the reduction joins the open kernel computing its input over the input's
+      // shape (its producers), unless that kernel has a reduction already.
+      const int x = n.inputs[0];
+      const SymShape& shape = g.values[x].sizes;
+      int join = kernel_of[x];
+      if (join >= 0 &&
+          (!open[join] || s.kernels[join].row || !same_shape(s.kernels[join].sizes, shape)))
+        join = none;
+      for (int id : n.inputs)
+        if (id >= 0 && kernel_of[id] != join) close(kernel_of[id]);
+      if (join < 0) {
+        join = static_cast<int>(s.kernels.size());
+        s.kernels.push_back(FusedKernel{{}, {}, shape, {}, {}, {}});
+        open.push_back(true);
+        dead.push_back(false);
+      }
+      FusedKernel& fk = s.kernels[join];
+      add_constants(fk, n);
+      fk.nodes.push_back(static_cast<int>(i));
+      fk.exprs.push_back(nullptr);
+      fk.row = row;
+      for (int id : n.outputs) kernel_of[id] = join;
+      continue;
+    }
     if (!e) {
       // An extern call runs after the kernels it reads from; an in-place op after all of them,
       // so that no kernel reads a value it changed, or misses the change.
@@ -159,19 +274,21 @@ Schedule schedule(const Graph& g) {
       }
       FusedKernel& into = s.kernels[join];
       FusedKernel& from = s.kernels[k];
+      if (into.row && from.row) continue;  // one reduction per kernel: `from` is closed below
+      if (from.row) into.row = from.row;
       for (size_t j = 0; j < from.nodes.size(); ++j) {
         if (std::find(into.nodes.begin(), into.nodes.end(), from.nodes[j]) != into.nodes.end())
           continue;  // a constant both read
         into.nodes.push_back(from.nodes[j]);
         into.exprs.push_back(from.exprs[j]);
-        kernel_of[g.nodes[from.nodes[j]].outputs[0]] = join;
+        for (int id : g.nodes[from.nodes[j]].outputs) kernel_of[id] = join;
       }
       // Graph order is a valid order for the merged nodes.
       std::vector<size_t> order(into.nodes.size());
       for (size_t j = 0; j < order.size(); ++j) order[j] = j;
       std::sort(order.begin(), order.end(),
                 [&](size_t a, size_t b) { return into.nodes[a] < into.nodes[b]; });
-      FusedKernel merged{{}, {}, into.sizes, {}, {}};
+      FusedKernel merged{{}, {}, into.sizes, {}, {}, into.row};
       for (size_t j : order) {
         merged.nodes.push_back(into.nodes[j]);
         merged.exprs.push_back(into.exprs[j]);
@@ -185,23 +302,32 @@ Schedule schedule(const Graph& g) {
       if (id >= 0 && kernel_of[id] != join) close(kernel_of[id]);
     if (join < 0) {
       join = static_cast<int>(s.kernels.size());
-      s.kernels.push_back(FusedKernel{{}, {}, shape, {}, {}});
+      s.kernels.push_back(FusedKernel{{}, {}, shape, {}, {}, {}});
       open.push_back(true);
       dead.push_back(false);
     }
     FusedKernel& fk = s.kernels[join];
-    for (int id : n.inputs) {
-      if (id < 0 || !constant[id]) continue;
-      if (std::find(fk.nodes.begin(), fk.nodes.end(), producer[id]) != fk.nodes.end()) continue;
-      fk.nodes.push_back(producer[id]);
-      fk.exprs.push_back(constant[id]);
-    }
+    add_constants(fk, n);
     fk.nodes.push_back(static_cast<int>(i));
     fk.exprs.push_back(std::move(e));
     kernel_of[n.outputs[0]] = join;
   }
   for (size_t k = 0; k < open.size(); ++k) close(static_cast<int>(k));
   for (int id : g.outputs) materialise_constant(id);
+  // A softmax that nothing fused with runs its eager kernel, which is faster than the generated
+  // one (it keeps exp(x - max) in the output row; bench/RESULTS-compile.md).
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const FusedKernel& fk = s.kernels[k];
+    if (dead[k] || !fk.row || fk.nodes.size() != 1) continue;
+    if (fk.row->kind != RowReduction::Kind::Softmax &&
+        fk.row->kind != RowReduction::Kind::LogSoftmax)
+      continue;
+    for (Step& st : s.steps)
+      if (st.is_kernel && st.index == static_cast<int>(k)) st = {false, fk.row->node};
+    s.extern_reasons.push_back(g.nodes[fk.row->node].op->name +
+                               ": alone, its eager kernel is faster");
+    dead[k] = true;
+  }
   // Drop the merged kernels, renumbering the rest.
   std::vector<int> renumber(s.kernels.size(), none);
   std::vector<FusedKernel> live;
@@ -220,8 +346,10 @@ Schedule schedule(const Graph& g) {
   for (int id : g.outputs)
     if (id >= 0) read_outside[id] = true;
   auto computes = [&](const FusedKernel& fk, int id) {
-    return std::any_of(fk.nodes.begin(), fk.nodes.end(),
-                       [&](int ni) { return g.nodes[ni].outputs[0] == id; });
+    return std::any_of(fk.nodes.begin(), fk.nodes.end(), [&](int ni) {
+      const auto& outs = g.nodes[ni].outputs;
+      return std::find(outs.begin(), outs.end(), id) != outs.end();
+    });
   };
   for (const Step& st : s.steps) {
     if (st.is_kernel) {
@@ -240,8 +368,8 @@ Schedule schedule(const Graph& g) {
         if (id >= 0 && !computes(fk, id) &&
             std::find(fk.loads.begin(), fk.loads.end(), id) == fk.loads.end())
           fk.loads.push_back(id);
-      const int out = g.nodes[ni].outputs[0];
-      if (read_outside[out] && !constant[out]) fk.stores.push_back(out);
+      for (int out : g.nodes[ni].outputs)
+        if (read_outside[out] && !constant[out]) fk.stores.push_back(out);
     }
   }
   return s;

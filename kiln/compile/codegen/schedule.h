@@ -4,6 +4,7 @@
 // extern call into its eager kernel. Values read or written by a kernel are buffers with
 // symbolic strides (views and broadcasts are index expressions, not copies); values that live
 // only inside one kernel are never stored.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,12 +13,28 @@
 
 namespace kiln::compiler {
 
+// A reduction over the trailing dims of a kernel's shape, computed row by row: sum, mean, amax
+// and amin give one value per row; softmax, log_softmax, layer_norm and rms_norm are decomposed
+// into per-row statistics (max and sum of exponentials; mean and variance; mean square) and a
+// full-shaped result. The pointwise ops before it in its kernel (its producers) are computed in
+// each pass over a row; those after it (its consumers) in the last pass.
+struct RowReduction {
+  enum class Kind { Sum, Mean, Max, Min, Softmax, LogSoftmax, LayerNorm, RmsNorm };
+  Kind kind = Kind::Sum;
+  int node = -1;                 // the graph node
+  int reduced_dims = 0;          // trailing dims of the kernel's shape it reduces
+  double eps = 0;                // layer_norm, rms_norm
+  int full_output = -1;          // the value with the kernel's shape it computes (softmax, norms)
+  std::vector<int> row_outputs;  // values with one element per row (sum; mean, rstd)
+};
+
 struct FusedKernel {
   std::vector<int> nodes;                // graph nodes, in graph order
-  std::vector<lowering::ExprPtr> exprs;  // each node's expression (over its op's inputs)
-  SymShape sizes;                        // the iteration shape (every node's output shape)
+  std::vector<lowering::ExprPtr> exprs;  // each node's expression (null: the row reduction)
+  SymShape sizes;                        // the iteration shape (pointwise nodes' output shape)
   std::vector<int> loads;                // values read from memory
   std::vector<int> stores;               // values written (read elsewhere, or graph outputs)
+  std::optional<RowReduction> row;       // at most one per kernel
 };
 
 struct Step {
