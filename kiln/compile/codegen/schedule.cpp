@@ -207,6 +207,25 @@ Schedule schedule(const Graph& g) {
       fk.exprs.push_back(constant[id]);
     }
   };
+  // Puts node i in kernel `join` (a new one over `shape` when none), after finishing the other
+  // kernels it reads from.
+  auto place = [&](const Node& n, int i, int join, const SymShape& shape,
+                   lowering::ExprPtr e) -> FusedKernel& {
+    for (int id : n.inputs)
+      if (id >= 0 && kernel_of[id] != join) close(kernel_of[id]);
+    if (join < 0) {
+      join = static_cast<int>(s.kernels.size());
+      s.kernels.push_back(FusedKernel{{}, {}, shape, {}, {}, {}});
+      open.push_back(true);
+      dead.push_back(false);
+    }
+    FusedKernel& fk = s.kernels[join];
+    add_constants(fk, n);
+    fk.nodes.push_back(i);
+    fk.exprs.push_back(std::move(e));
+    for (int id : n.outputs) kernel_of[id] = join;
+    return fk;
+  };
   auto materialise_constant = [&](int id) {
     if (id < 0 || !constant[id] || materialised[id]) return;
     materialised[id] = true;
@@ -227,20 +246,7 @@ Schedule schedule(const Graph& g) {
       if (join >= 0 &&
           (!open[join] || s.kernels[join].row || !same_shape(s.kernels[join].sizes, shape)))
         join = none;
-      for (int id : n.inputs)
-        if (id >= 0 && kernel_of[id] != join) close(kernel_of[id]);
-      if (join < 0) {
-        join = static_cast<int>(s.kernels.size());
-        s.kernels.push_back(FusedKernel{{}, {}, shape, {}, {}, {}});
-        open.push_back(true);
-        dead.push_back(false);
-      }
-      FusedKernel& fk = s.kernels[join];
-      add_constants(fk, n);
-      fk.nodes.push_back(static_cast<int>(i));
-      fk.exprs.push_back(nullptr);
-      fk.row = row;
-      for (int id : n.outputs) kernel_of[id] = join;
+      place(n, static_cast<int>(i), join, shape, nullptr).row = row;
       continue;
     }
     if (!e) {
@@ -298,19 +304,7 @@ Schedule schedule(const Graph& g) {
       open[k] = false;
       dead[k] = true;
     }
-    for (int id : n.inputs)
-      if (id >= 0 && kernel_of[id] != join) close(kernel_of[id]);
-    if (join < 0) {
-      join = static_cast<int>(s.kernels.size());
-      s.kernels.push_back(FusedKernel{{}, {}, shape, {}, {}, {}});
-      open.push_back(true);
-      dead.push_back(false);
-    }
-    FusedKernel& fk = s.kernels[join];
-    add_constants(fk, n);
-    fk.nodes.push_back(static_cast<int>(i));
-    fk.exprs.push_back(std::move(e));
-    kernel_of[n.outputs[0]] = join;
+    place(n, static_cast<int>(i), join, shape, std::move(e));
   }
   for (size_t k = 0; k < open.size(); ++k) close(static_cast<int>(k));
   for (int id : g.outputs) materialise_constant(id);
