@@ -42,6 +42,13 @@ TEST(Codegen, GeluOfAnAffineMapIsOneKernel) {
   expect_close(f(x, w, b), gelu_affine(x, w, b));
 }
 
+TEST(Codegen, MultiplyThenAddRoundsTwiceAsEagerDoes) {
+  // Generated code is not allowed to contract a * b + c into one FMA (eager rounds twice).
+  auto fn = [](const Tensor& x, const Tensor& w, const Tensor& b) { return x * w + b; };
+  const Tensor x = randn({64, 256}), w = randn({256}), b = randn({256});
+  EXPECT_TRUE(equal(compile(fn)(x, w, b), fn(x, w, b)));
+}
+
 TEST(Codegen, SixOpChainIsOneKernel) {
   auto fn = [](const Tensor& x, const Tensor& y) {
     return ((x * y + 1.0).sigmoid() - x).tanh() * 0.5 + y.exp();
