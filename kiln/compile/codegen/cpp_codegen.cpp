@@ -118,12 +118,16 @@ struct Emitter {
   }
 
   bool is_row_output(int id) const { return k.row && contains(k.row->row_outputs, id); }
+  // Buffers with one element per row: the row outputs and an nll gather's targets.
+  bool is_per_row(int id) const {
+    return is_row_output(id) || (k.row && k.row->nll && k.row->nll->target == id);
+  }
 
   // Strides of buffer `id` over the kernel's full shape.
   SymShape full_strides(int id, size_t split) {
     SymShape st;
     Value dense = g.values[id];
-    if (is_row_output(id)) {  // one element per row, rows in order
+    if (is_per_row(id)) {  // one element per row, rows in order
       st.assign(k.sizes.size(), SymInt(0));
       SymInt s = 1;
       for (size_t d = split; d-- > 0;) {
@@ -295,6 +299,7 @@ struct Emitter {
   // statistic), or every node with the stores (the last pass).
   void body(bool vec, const std::string& indent, bool last_pass) {
     for (int id : k.loads) {
+      if (is_per_row(id)) continue;  // read once per row where needed
       const int b = buffer_of[id];
       if (!vec)
         os << indent << "const " << compute_type(g.values[id].dtype) << " v" << id << " = " << at(b)
@@ -308,7 +313,7 @@ struct Emitter {
       if (!last_pass && anchor >= 0 && static_cast<int>(i) >= anchor) break;
       const Node& n = g.nodes[k.nodes[i]];
       if (!k.exprs[i]) {  // the row reduction: its full-shaped result, if it has one
-        if (k.row->full_output < 0) continue;
+        if (k.nodes[i] != k.row->node || k.row->full_output < 0) continue;
         const int id = k.row->full_output;
         const ScalarType dt = g.values[id].dtype;
         const std::string e = row_result(vec);
@@ -459,13 +464,32 @@ struct Emitter {
     }
   }
 
+  // An nll_loss gather: the row's log-probability at its target's class, from the producers at
+  // that one index, into the per-row loss and weight buffers (as eager's nll_loss computes them).
+  void nll_gather() {
+    const RowReduction::Nll& nll = *k.row->nll;
+    const int t = buffer_of[nll.target];
+    const ScalarType dt = g.values[k.row->full_output].dtype;
+    os << "    {\n      const int64_t t = static_cast<int64_t>(b" << t << "[o" << t << "]);\n"
+       << "      double loss = 0, weight = 0;\n"
+       << "      if (t != int64_t{" << nll.ignore_index << "}) {\n"
+       << "        const int64_t j = t;\n";
+    body(false, "        ", false);
+    os << "        const " << compute_type(dt)
+       << " logp = " << convert(row_result(false), row_compute(), dt) << ";\n"
+       << "        weight = "
+       << (nll.weight >= 0 ? "static_cast<double>(v" + std::to_string(nll.weight) + ")" : "1.0")
+       << ";\n        loss = -weight * static_cast<double>(logp);\n      }\n"
+       << "      nll_loss[row] = loss;\n      nll_weight[row] = weight;\n    }\n";
+  }
+
   bool can_vectorise() {
     if (!inner_unit_or_broadcast()) return false;
     for (int id : ks.buffers)
-      if (!is_vector_float(g.values[id].dtype) && !is_row_output(id)) return false;
+      if (!is_vector_float(g.values[id].dtype) && !is_per_row(id)) return false;
     if (k.row && row_compute() != kFloat32) return false;
     for (size_t i = 0; i < k.nodes.size(); ++i) {
-      if (!k.exprs[i]) continue;                 // the row reduction
+      if (!k.exprs[i]) continue;                 // the row reduction, its nll gather
       if (!reads_inputs(*k.exprs[i])) continue;  // a constant, splat where it is read
       if (!vectorisable(*k.exprs[i])) return false;
       if (!is_vector_float(g.values[g.nodes[k.nodes[i]].outputs[0]].dtype)) return false;
@@ -476,10 +500,11 @@ struct Emitter {
   void emit(int index) {
     plan();
     for (size_t i = 0; i < k.nodes.size(); ++i) {
-      if (!k.exprs[i])
-        anchor = static_cast<int>(i);
-      else if (!reads_inputs(*k.exprs[i]))
+      if (!k.exprs[i]) {
+        if (k.nodes[i] == k.row->node) anchor = static_cast<int>(i);
+      } else if (!reads_inputs(*k.exprs[i])) {
         scalars.push_back(g.nodes[k.nodes[i]].outputs[0]);
+      }
     }
     if (k.row)
       for (int id : k.row->row_outputs) scalars.push_back(id);
@@ -496,6 +521,12 @@ struct Emitter {
       const bool load = b < k.loads.size();
       os << "  " << (load ? "const " : "") << t << "* __restrict b" << b << " = reinterpret_cast<"
          << (load ? "const " : "") << t << "*>(c.b[" << b << "]);\n";
+    }
+    if (k.row && k.row->nll) {
+      ks.per_row_scratch = 2;
+      os << "  double* __restrict nll_loss = reinterpret_cast<double*>(c.b[" << ks.buffers.size()
+         << "]);\n  double* __restrict nll_weight = reinterpret_cast<double*>(c.b["
+         << ks.buffers.size() + 1 << "]);\n";
     }
     const size_t outer = sizes.size() - inner_dims;
     if (!row_loop()) {
@@ -516,16 +547,20 @@ struct Emitter {
         os << "    }\n";
       }
       if (k.row) statistics();
+      if (k.row && k.row->nll) nll_gather();
     }
-    os << "    int64_t j = j0;\n";
-    if (ks.vectorised) {
-      os << "    for (; j + kVec <= j1; j += kVec) {\n";
-      body(true, "      ", true);
+    // The last pass, over the elements: what the kernel stores in full shape.
+    if (std::any_of(k.stores.begin(), k.stores.end(), [&](int id) { return !is_row_output(id); })) {
+      os << "    int64_t j = j0;\n";
+      if (ks.vectorised) {
+        os << "    for (; j + kVec <= j1; j += kVec) {\n";
+        body(true, "      ", true);
+        os << "    }\n";
+      }
+      os << "    for (; j < j1; ++j) {\n";
+      body(false, "      ", true);
       os << "    }\n";
     }
-    os << "    for (; j < j1; ++j) {\n";
-    body(false, "      ", true);
-    os << "    }\n";
     for (int id : k.stores)
       if (is_row_output(id))
         os << "    b" << buffer_of[id] << "[o" << buffer_of[id] << "] = static_cast<"

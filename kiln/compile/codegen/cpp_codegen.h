@@ -18,6 +18,8 @@ struct KernelSource {
   std::string symbol;          // the extern "C" function's name
   std::vector<int> buffers;    // values whose data the kernel gets, in order (loads, stores)
   std::vector<SymInt> params;  // sizes and strides it reads, evaluated per call
+  // Buffers of one double per row after `buffers` (an nll_loss gather's losses and weights).
+  int per_row_scratch = 0;
   bool vectorised = false;
 };
 

@@ -5,6 +5,7 @@
 #include "kiln/compile/logs.h"
 #include "kiln/compile/replay.h"
 #include "kiln/ops/creation.h"
+#include "kiln/ops/nn/util.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::compiler {
@@ -20,6 +21,37 @@ std::vector<int64_t> evaluate(const SymShape& s, std::span<const int64_t> symbol
   std::vector<int64_t> v(s.size());
   for (size_t i = 0; i < s.size(); ++i) v[i] = s[i].evaluate(symbols);
   return v;
+}
+
+// The class indices an nll gather reads, checked before its kernel runs (the kernel trusts them).
+void check_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
+  auto check = [&](const auto* t) {
+    for (int64_t i = 0; i < target.numel(); ++i)
+      if (t[i] != ignore_index && (t[i] < 0 || t[i] >= classes))
+        nn_util::check_class_index(t[i], classes, ignore_index);
+  };
+  if (target.dtype() == kInt64)
+    check(target.data_ptr<int64_t>());
+  else
+    check(target.data_ptr<int32_t>());
+}
+
+// nll_loss's outputs from the per-row losses and weights its gather wrote, summed in row order
+// in double as eager's kernel sums them.
+void finish_nll(const Graph& g, const RowReduction::Nll& nll, std::span<const double> loss,
+                std::span<const double> weight, std::vector<Tensor>& values) {
+  double total = 0, weight_sum = 0;
+  for (size_t r = 0; r < loss.size(); ++r) {
+    total += loss[r];
+    weight_sum += weight[r];
+  }
+  const Node& n = g.nodes[nll.node];
+  const TensorOptions options(g.values[n.outputs[0]].dtype);
+  if (nll.reduction == 0)
+    values[n.outputs[0]] = tensor(std::vector<double>(loss.begin(), loss.end()), options);
+  else
+    values[n.outputs[0]] = full({}, nll.reduction == 2 ? total : total / weight_sum, options);
+  values[n.outputs[1]] = full({}, weight_sum, options);
 }
 
 }  // namespace
@@ -64,7 +96,22 @@ void CodegenProgram::run_kernel(int k, std::vector<Tensor>& values,
   }
   std::vector<int64_t> params(ks.params.size());
   for (size_t i = 0; i < params.size(); ++i) params[i] = ks.params[i].evaluate(symbols);
+  const RowReduction::Nll* nll = fk.row && fk.row->nll ? &*fk.row->nll : nullptr;
+  std::vector<double> per_row;
+  int64_t rows = 1;
+  if (ks.per_row_scratch > 0) {
+    for (size_t d = 0; d + fk.row->reduced_dims < fk.sizes.size(); ++d)
+      rows *= fk.sizes[d].evaluate(symbols);
+    per_row.resize(static_cast<size_t>(rows * ks.per_row_scratch));
+    for (int i = 0; i < ks.per_row_scratch; ++i)
+      buffers.push_back(reinterpret_cast<char*>(per_row.data() + i * rows));
+  }
+  if (nll) check_targets(values[nll->target], fk.sizes[1].evaluate(symbols), nll->ignore_index);
   kernels_[k](buffers.data(), params.data(), &kRuntime);
+  if (nll) {
+    const std::span<const double> all(per_row);
+    finish_nll(graph_, *nll, all.first(rows), all.subspan(rows, rows), values);
+  }
 }
 
 std::vector<Tensor> CodegenProgram::run(const std::vector<Tensor>& inputs,

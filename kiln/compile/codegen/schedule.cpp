@@ -152,6 +152,31 @@ bool row_reduction(const Graph& g, const Node& n, RowReduction& r, std::string& 
   return true;
 }
 
+// Whether nll_loss node n can gather from the log_softmax rows of kernel fk (a cross_entropy):
+// over 2-d logits, with a dense integer target of one class per row and an optional dense
+// weight per class.
+bool nll_epilogue(const Graph& g, const Node& n, const FusedKernel& fk, RowReduction::Nll& nll) {
+  if (!fk.row || fk.row->kind != RowReduction::Kind::LogSoftmax || fk.row->nll ||
+      fk.sizes.size() != 2 || fk.row->reduced_dims != 1 || n.symbolic_attrs ||
+      n.inputs.size() != 3 || n.inputs[0] != fk.row->full_output || n.inputs[1] < 0)
+    return false;
+  const Value& t = g.values[n.inputs[1]];
+  if ((t.dtype != kInt64 && t.dtype != kInt32) || t.sizes.size() != 1 ||
+      !same(t.sizes[0], fk.sizes[0]) || !is_contiguous(t.sizes, t.strides))
+    return false;
+  if (n.inputs[2] >= 0) {
+    const Value& w = g.values[n.inputs[2]];
+    if (!is_float(w.dtype) || w.sizes.size() != 1 || !same(w.sizes[0], fk.sizes[1]) ||
+        !is_contiguous(w.sizes, w.strides))
+      return false;
+  }
+  const int64_t reduction = n.attrs.i(0);
+  if (reduction < 0 || reduction > 2) return false;
+  nll = RowReduction::Nll{static_cast<int>(&n - g.nodes.data()), n.inputs[1], n.inputs[2],
+                          n.attrs.i(1), reduction};
+  return true;
+}
+
 }  // namespace
 
 bool strides_over(const Value& v, const SymShape& sizes, SymShape& strides) {
@@ -248,6 +273,18 @@ Schedule schedule(const Graph& g) {
         join = none;
       place(n, static_cast<int>(i), join, shape, nullptr).row = row;
       continue;
+    }
+    if (!e && n.op->name == "nll_loss" && n.inputs[0] >= 0) {
+      // Gathered in the row kernel of its log_softmax, which then finishes: nll_loss's outputs
+      // exist only after it.
+      const int k = kernel_of[n.inputs[0]];
+      RowReduction::Nll nll;
+      if (k >= 0 && open[k] && n.inputs[1] >= 0 && kernel_of[n.inputs[1]] != k &&
+          nll_epilogue(g, n, s.kernels[k], nll)) {
+        place(n, static_cast<int>(i), k, s.kernels[k].sizes, nullptr).row->nll = nll;
+        close(k);
+        continue;
+      }
     }
     if (!e) {
       // An extern call runs after the kernels it reads from; an in-place op after all of them,
@@ -362,6 +399,7 @@ Schedule schedule(const Graph& g) {
         if (id >= 0 && !computes(fk, id) &&
             std::find(fk.loads.begin(), fk.loads.end(), id) == fk.loads.end())
           fk.loads.push_back(id);
+      if (fk.row && fk.row->nll && fk.row->nll->node == ni) continue;  // made by the program
       for (int out : g.nodes[ni].outputs)
         if (read_outside[out] && !constant[out]) fk.stores.push_back(out);
     }

@@ -26,6 +26,19 @@ struct RowReduction {
   double eps = 0;                // layer_norm, rms_norm
   int full_output = -1;          // the value with the kernel's shape it computes (softmax, norms)
   std::vector<int> row_outputs;  // values with one element per row (sum; mean, rstd)
+
+  // nll_loss of a log_softmax's rows (cross_entropy), gathered in the row kernel: each row's
+  // loss and weight, -w[t] * logp[t] and w[t] for its target t, go to per-row scratch, and the
+  // program reduces them to nll_loss's outputs after the kernel. The log-probabilities are not
+  // stored unless something else reads them.
+  struct Nll {
+    int node = -1;
+    int target = -1;  // int64/int32 [rows], contiguous
+    int weight = -1;  // [classes] or none
+    int64_t ignore_index = -100;
+    int64_t reduction = 1;  // nll_loss's attribute: none 0, mean 1, sum 2
+  };
+  std::optional<Nll> nll;
 };
 
 struct FusedKernel {

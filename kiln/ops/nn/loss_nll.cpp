@@ -60,10 +60,8 @@ void nll_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const A
       for (int64_t s = 0; s < inner; ++s) {
         const int64_t k = i * inner + s;
         const int64_t t = target[k];
+        nn_util::check_class_index(t, c, ignore);
         if (t == ignore) continue;
-        KILN_CHECK(t >= 0 && t < c, "nll_loss: Target ", t, " is out of bounds for ", c,
-                   " classes (expected a class index in [0, ", c, ") or ignore_index ", ignore,
-                   ")");
         per[k] = -w[t] * static_cast<double>(px[(i * c + t) * inner + s]);
         total += per[k];
         weight_sum += w[t];

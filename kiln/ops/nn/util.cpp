@@ -40,6 +40,12 @@ Reduction reduction_of(const char* op, int64_t v) {
   return static_cast<Reduction>(v);
 }
 
+void check_class_index(int64_t t, int64_t classes, int64_t ignore_index) {
+  KILN_CHECK(t == ignore_index || (t >= 0 && t < classes), "nll_loss: Target ", t,
+             " is out of bounds for ", classes, " classes (expected a class index in [0, ", classes,
+             ") or ignore_index ", ignore_index, ")");
+}
+
 Tensor apply_reduction(const Tensor& loss, Reduction r) {
   switch (r) {
     case Reduction::Mean:

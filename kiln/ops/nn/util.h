@@ -23,6 +23,9 @@ Reduction reduction_of(const char* op, int64_t v);
 Tensor apply_reduction(const Tensor& loss, Reduction r);
 const char* reduction_name(Reduction r);
 
+// nll_loss's check of one class index (ignore_index passes); compiled cross_entropy makes it too.
+void check_class_index(int64_t t, int64_t classes, int64_t ignore_index);
+
 // Calls f(T{}) for float and double storage types; Half/BFloat16 run as float on a float copy
 // (kernels then write back with a cast), so each kernel instantiates two types only.
 template <class F>
