@@ -167,6 +167,9 @@ TEST(Matmul, NonContiguousAndTransposedOperands) {
   Tensor c = make({6, 8}, kFloat32, -3, 3, true);       // padded rows
   Tensor d = make({8, 3}, kFloat32).expand({2, 8, 3});  // 0-stride batch
   expect_close(matmul(c, d), naive_matmul(c, d), 1e-5, 1e-5);
+  Tensor w = make({5, 8}, kFloat32).t();  // a linear layer's weight: column-major, shared
+  expect_close(matmul(c, w), naive_matmul(c, w), 1e-5, 1e-5);
+  expect_close(matmul(c.expand({3, 6, 8}), w), naive_matmul(c.expand({3, 6, 8}), w), 1e-5, 1e-5);
   Tensor e = make({1, 8}, kFloat64).expand({6, 8});  // 0-stride rows: copied for BLAS
   Tensor f = make({8, 2}, kFloat64);
   expect_close(matmul(e, f), naive_matmul(e, f));
