@@ -188,6 +188,67 @@ TEST(Codegen, CrossEntropyGatherDtypesAndSizes) {
   }
 }
 
+TEST(Codegen, ReductionsOfEveryElementFuseTheirProducers) {
+  // Blocks of the flattened input go to the threads; (x - y)^2 is never stored.
+  auto fn = [](const Tensor& x, const Tensor& y) { return ((x - y) * (x - y)).mean(); };
+  const Tensor x = randn({300, 257}), y = randn({257});
+  compiler::Explanation e = compiler::explain(fn, x, y);
+  EXPECT_EQ(kernels_of(e), 1) << e;
+  EXPECT_EQ(extern_calls(e), 0) << e;
+  EXPECT_NE(e.schedule.find("(2 loads, 1 stores)"), std::string::npos) << e;
+  expect_close(compile(fn)(x, y), fn(x, y), 1e-5);
+  // A producer that is also returned is stored by the same pass.
+  auto both = [](const Tensor& x) {
+    Tensor h = x.exp();
+    return std::make_tuple(h, h.sum(), amax(h), amin(x * 2.0, {0, 1}, true));
+  };
+  const Tensor z = randn({70000}).view({7, 10000});
+  auto [h, s, mx, mn] = compile(both)(z);
+  auto [h2, s2, mx2, mn2] = both(z);
+  expect_close(h, h2);
+  expect_close(s, s2, 1e-4);
+  expect_close(mx, mx2);
+  expect_close(mn, mn2);
+}
+
+TEST(Codegen, ReductionsOfEveryElementDoNotDependOnTheThreadCount) {
+  auto fn = [](const Tensor& x) { return (x * 3.0).sum(); };
+  const Tensor x = randn({1 << 20});
+  const int threads = get_num_threads();
+  auto f = compile(fn);
+  set_num_threads(1);
+  const Tensor one = f(x);
+  set_num_threads(2);
+  const Tensor two = f(x);
+  set_num_threads(threads);
+  EXPECT_TRUE(equal(one, two)) << one << " " << two;
+  expect_close(one, fn(x), 1e-2);
+}
+
+TEST(Codegen, ReductionsOfEveryElementPropagateNaNAndKeepDtypes) {
+  Tensor x = randn({40000});
+  x.index_put_({tensor({31000}, TensorOptions(kInt64))}, NAN);
+  auto extremes = [](const Tensor& x) { return std::make_tuple(amax(x), amin(x + 1.0)); };
+  auto [mx, mn] = compile(extremes)(x);
+  EXPECT_TRUE(mx.isnan().item<bool>());
+  EXPECT_TRUE(mn.isnan().item<bool>());
+  for (ScalarType dt : {kFloat64, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    auto fn = [](const Tensor& x) { return std::make_tuple((x * 0.5).sum(), x.mean()); };
+    const Tensor y = randn({3, 4000}).to(dt);
+    auto [s, m] = compile(fn)(y);
+    auto [s2, m2] = fn(y);
+    expect_close(s, s2, dt == kFloat64 ? 1e-10 : 0.5);
+    expect_close(m, m2, dt == kFloat64 ? 1e-12 : 1e-2);
+  }
+  auto dynamic =
+      compile([](const Tensor& x) { return (x - 1.0).mean(); }, CompileOptions().dynamic(true));
+  for (int64_t n : {5, 16384, 16385, 50000}) {
+    const Tensor y = randn({n});
+    expect_close(dynamic(y), (y - 1.0).mean(), 1e-5);
+  }
+}
+
 TEST(Codegen, ALoneSoftmaxRunsItsEagerKernel) {
   auto fn = [](const Tensor& x) { return softmax(x, -1); };
   const Tensor x = randn({8, 64});

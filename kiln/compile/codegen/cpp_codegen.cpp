@@ -93,6 +93,9 @@ bool vectorisable(const Expr& e) {
 
 using RowKind = RowReduction::Kind;
 
+// Elements per block of a reduction of every element (a multiple of every vector width).
+constexpr int64_t kReduceBlock = 16384;
+
 bool contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -108,6 +111,7 @@ struct Emitter {
   size_t inner_dims = 1;          // how many of `sizes` one row (the innermost loop) spans
   std::vector<int> scalars;       // values held as scalars even in the vector loop
   int anchor = -1;                // the row reduction's position in k.nodes
+  bool stores_in_pass = false;    // the one pass of a split reduction stores what it computes
 
   std::string param(const SymInt& s) {
     if (auto v = s.maybe_int()) return "int64_t{" + std::to_string(*v) + "}";
@@ -189,6 +193,16 @@ struct Emitter {
   }
 
   bool row_loop() const { return k.row || sizes.size() > 1; }
+  // A sum, mean, max or min of every element: blocks of the one row go to the threads, each
+  // block's statistic to a partial, and the partials are combined in block order after them,
+  // so that the result does not depend on the number of threads.
+  bool split_row() const {
+    return k.row && k.row->full_output < 0 &&
+           k.row->reduced_dims == static_cast<int>(k.sizes.size());
+  }
+  std::string split_fold() const {
+    return k.row->kind == RowKind::Max ? "max" : k.row->kind == RowKind::Min ? "min" : "sum";
+  }
 
   // The element of buffer b at row offset o<b> and inner index j.
   std::string at(int b) {
@@ -296,7 +310,8 @@ struct Emitter {
   }
 
   // Loads and nodes of one element (or vector): the producers only (a pass computing a
-  // statistic), or every node with the stores (the last pass).
+  // statistic; with stores_in_pass, their stores too), or every node with the stores (the last
+  // pass).
   void body(bool vec, const std::string& indent, bool last_pass) {
     for (int id : k.loads) {
       if (is_per_row(id)) continue;  // read once per row where needed
@@ -334,7 +349,7 @@ struct Emitter {
         os << indent << "const " << compute_type(dt) << " v" << id << " = "
            << convert(e, k.exprs[i]->dtype, dt) << ";\n";
     }
-    if (!last_pass) return;
+    if (!last_pass && !stores_in_pass) return;
     for (int id : k.stores) {
       if (is_row_output(id)) continue;  // stored once per row
       const int b = buffer_of[id];
@@ -346,7 +361,6 @@ struct Emitter {
     }
   }
 
-  // One pass over the row folding f(x) into a statistic: "sum", "max" or "min".
   // One pass over the row folding f(x) into a statistic ("sum", "max" or "min"); with `keep`,
   // f of each element is also stored in the row's scratch buffer. Vectors go through four
   // independent accumulators, so that the row is not one chain of dependent adds or blends.
@@ -365,13 +379,13 @@ struct Emitter {
              "nan" + u + " |= " + f + " != " + f + ";\n";
     };
     os << "    " << (sum ? "double" : T) << " " << result << " = " << init << ";\n    {\n"
-       << "      int64_t j = 0;\n";
+       << "      int64_t j = j0;\n";
     if (ks.vectorised) {
       os << "      fvec acc[4] = {splat(" << init << "), splat(" << init << "), splat(" << init
          << "), splat(" << init << ")};\n";
       if (!sum) os << "      ivec nan[4] = {};\n";
       os << ""
-         << "      for (; j + 4 * kVec <= n; j += 4 * kVec) {\n"
+         << "      for (; j + 4 * kVec <= j1; j += 4 * kVec) {\n"
          << "        for (int u = 0; u < 4; ++u) {\n"
          << "          const int64_t ju = j + u * kVec;\n"
          << "          {\n            const int64_t j = ju;\n";
@@ -379,7 +393,7 @@ struct Emitter {
       os << "            const fvec f = " << vector_f << ";\n";
       if (keep) os << "            store_vec(keep + j, f);\n";
       os << "            " << fold_vec("acc[u]", "f") << "          }\n        }\n      }\n"
-         << "      for (; j + kVec <= n; j += kVec) {\n";
+         << "      for (; j + kVec <= j1; j += kVec) {\n";
       body(true, "        ", false);
       os << "        const fvec f = " << vector_f << ";\n";
       if (keep) os << "        store_vec(keep + j, f);\n";
@@ -393,7 +407,7 @@ struct Emitter {
            << ") " << result << " = acc[0][l];\n        if (nan[0][l]) " << result
            << " = NAN;\n      }\n";
     }
-    os << "      for (; j < n; ++j) {\n";
+    os << "      for (; j < j1; ++j) {\n";
     body(false, "        ", false);
     os << "        const " << T << " f = " << scalar_f << ";\n";
     if (keep) os << "        keep[j] = f;\n";
@@ -497,6 +511,45 @@ struct Emitter {
     return true;
   }
 
+  void emit_split(const std::string& name) {
+    const std::string fold = split_fold();
+    os << "  const int64_t n = " << inner_size() << ";\n"
+       << "  for (int64_t block = begin; block < end; ++block) {\n"
+       << "    const int64_t j0 = block * kReduceBlock;\n"
+       << "    const int64_t j1 = j0 + kReduceBlock < n ? j0 + kReduceBlock : n;\n";
+    for (size_t b = 0; b < ks.buffers.size(); ++b) os << "    const int64_t o" << b << " = 0;\n";
+    stores_in_pass = true;
+    pass(stat("acc"), fold.c_str(), row_input(false), ks.vectorised ? row_input(true) : "");
+    os << "    c.partial[block] = " << stat("acc") << ";\n  }\n}\n}  // namespace\n";
+    os << "extern \"C\" KILN_KERNEL_EXPORT void " << ks.symbol
+       << "(char* const* b, const int64_t* p, const KilnKernelRuntime* rt) {\n"
+       << "  const int64_t n = " << inner_size() << ";\n"
+       << "  const int64_t blocks = (n + kReduceBlock - 1) / kReduceBlock;\n"
+       << "  const std::unique_ptr<double[]> partial(new double[blocks > 0 ? blocks : 1]);\n"
+       << "  const Context c{b, p, partial.get()};\n"
+       << "  rt->parallel_for(0, blocks, 1, " << name << ", const_cast<Context*>(&c));\n"
+       << "  double acc = "
+       << (fold == "sum"   ? "0"
+           : fold == "max" ? "-INFINITY"
+                           : "INFINITY")
+       << ";\n  for (int64_t i = 0; i < blocks; ++i) {\n";
+    if (fold == "sum")
+      os << "    acc += partial[i];\n";
+    else
+      os << "    if (partial[i] != partial[i] || partial[i]" << (fold == "max" ? " > " : " < ")
+         << "acc) acc = partial[i];\n";
+    os << "  }\n";
+    if (k.row->kind == RowKind::Mean) os << "  acc = acc / static_cast<double>(n);\n";
+    for (int id : k.stores) {
+      if (!is_row_output(id)) continue;
+      const ScalarType dt = g.values[id].dtype;
+      os << "  reinterpret_cast<" << storage_type(dt) << "*>(b[" << buffer_of[id]
+         << "])[0] = static_cast<" << storage_type(dt) << ">(static_cast<" << compute_type(dt)
+         << ">(acc));\n";
+    }
+    os << "}\n";
+  }
+
   void emit(int index) {
     plan();
     for (size_t i = 0; i < k.nodes.size(); ++i) {
@@ -529,6 +582,7 @@ struct Emitter {
          << ks.buffers.size() + 1 << "]);\n";
     }
     const size_t outer = sizes.size() - inner_dims;
+    if (split_row()) return emit_split(name);
     if (!row_loop()) {
       os << "  {\n    const int64_t j0 = begin, j1 = end;\n";
       for (size_t b = 0; b < ks.buffers.size(); ++b) os << "    const int64_t o" << b << " = 0;\n";
@@ -571,7 +625,7 @@ struct Emitter {
       rows += " * " + param(sizes[d]);
     os << "extern \"C\" KILN_KERNEL_EXPORT void " << ks.symbol
        << "(char* const* b, const int64_t* p, const KilnKernelRuntime* rt) {\n"
-       << "  const Context c{b, p};\n"
+       << "  const Context c{b, p, nullptr};\n"
        << "  const int64_t rows = " << rows << ";\n";
     if (!row_loop())
       os << "  rt->parallel_for(0, rows, 32768, " << name << ", const_cast<Context*>(&c));\n}\n";
@@ -599,8 +653,9 @@ GeneratedUnit generate_cpp(const Graph& graph, const Schedule& schedule, cpu::Cp
   // The level's options (KILN_VEC_BITS, target flags) come from the command line (kernel_cache.h).
   os << "// For " << cpu::to_string(level) << " (" << vec_bits << "-bit vectors).\n"
      << "#include \"kiln/compile/codegen/kernel_prelude.h\"\n"
-     << "namespace {\nstruct Context {\n  char* const* b;\n  const int64_t* p;\n};\n}  // "
-        "namespace\n";
+     << "namespace {\nstruct Context {\n  char* const* b;\n  const int64_t* p;\n"
+     << "  double* partial;  // a reduction's per-block statistics\n};\n"
+     << "constexpr int64_t kReduceBlock = " << kReduceBlock << ";\n}  // namespace\n";
   std::string kernels;
   for (size_t i = 0; i < schedule.kernels.size(); ++i) {
     KernelSource ks;

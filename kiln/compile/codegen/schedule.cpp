@@ -123,6 +123,8 @@ bool row_reduction(const Graph& g, const Node& n, RowReduction& r, std::string& 
       r.eps = a.f(1);
       break;
   }
+  if (dims.empty() && r.kind != K::LayerNorm && r.kind != K::RmsNorm)  // no dims: all of them
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
   for (int64_t& d : dims) d = d < 0 ? d + rank : d;
   std::sort(dims.begin(), dims.end());
   r.reduced_dims = static_cast<int>(dims.size());
@@ -272,6 +274,10 @@ Schedule schedule(const Graph& g) {
           (!open[join] || s.kernels[join].row || !same_shape(s.kernels[join].sizes, shape)))
         join = none;
       place(n, static_cast<int>(i), join, shape, nullptr).row = row;
+      // A reduction of every element is computed in blocks by all threads and combined after
+      // them (cpp_codegen.h): nothing can follow it in its kernel.
+      if (row.reduced_dims == static_cast<int>(shape.size()) && row.full_output < 0)
+        close(kernel_of[n.outputs[0]]);
       continue;
     }
     if (!e && n.op->name == "nll_loss" && n.inputs[0] >= 0) {
