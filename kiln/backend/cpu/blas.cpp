@@ -272,12 +272,6 @@ void dispatch_gemm(const GemmArgs& g) {
       const bool large = g.m * g.n * g.k >= kOneDnnMinWork;
       if (large && onednn::matmul(g)) return;
       if (!large && g.b.col_stride == 1) return small_float_gemm(g);
-      if (!large) {  // B with strided rows (a linear layer's transposed weight): rows made dense
-        Owned<float> b_copy;
-        GemmArgs dense = g;
-        dense.b = dense_copy<float, float>(g.b, g.batch, g.k, g.n, b_copy);
-        return small_float_gemm(dense);
-      }
     }
     blas_gemm<T>(g);
   } else {
