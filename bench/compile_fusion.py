@@ -42,6 +42,10 @@ def cross_entropy(x, t):
     return F.cross_entropy(x, t)
 
 
+def mean_squared_error(x, y):
+    return ((x - y) * (x - y)).mean()
+
+
 class Block(torch.nn.Module):
     """examples/gpt/model.cpp's block."""
 
@@ -115,6 +119,7 @@ def main():
         ("layer_norm [4096, 4096]", layer_norm, (big, wn, bn)),
         ("rms_norm [4096, 4096]", rms_norm, (big, wn)),
         ("cross_entropy [4096, 4096]", cross_entropy, (big, target)),
+        ("mean squared error 16M", mean_squared_error, (xc, yc)),
     ]
     for name, fn, args in cases:
         eager = per_call(fn, *args, loop_seconds=0.5, repeats=5)
