@@ -6,26 +6,64 @@
 #include "kiln/backend/cpu/parallel.h"
 
 namespace kiln::cpu {
+namespace {
+
+// A row's mean (when centered) and 1/sqrt(var + eps): two passes over it while it is in cache,
+// the mean, then the squared deviations from it (no cancellation, unlike a one-pass sum of
+// squares), each a vectorisable double sum.
+template <class T>
+void row_stats(const T* row, int64_t n, bool centered, double eps, T* mean, T* rstd) {
+  double m = 0;
+  if (centered) {
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < n; ++i) s += static_cast<double>(row[i]);
+    m = n > 0 ? s / static_cast<double>(n) : NAN;
+    *mean = static_cast<T>(m);
+  }
+  double ss = 0;
+#pragma omp simd reduction(+ : ss)
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(row[i]) - m;
+    ss += d * d;
+  }
+  *rstd = static_cast<T>(1.0 / std::sqrt((n > 0 ? ss / static_cast<double>(n) : NAN) + eps));
+}
+
+// y = (x - m) * s * w + b over one row (w, b: per element, null for 1 and 0).
+template <class T>
+void normalize_row(const T* xr, T* yr, int64_t n, T m, T s, const T* w, const T* b) {
+  for (int64_t i = 0; i < n; ++i) {
+    T v = (xr[i] - m) * s;
+    if (w) v *= w[i];
+    if (b) v += b[i];
+    yr[i] = v;
+  }
+}
+
+int64_t rows_per_task(int64_t n) {
+  return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1));
+}
+
+}  // namespace
 
 template <class T>
 void row_moments(const T* x, int64_t rows, int64_t n, bool centered, double eps, T* mean, T* rstd) {
-  parallel_for(
-      0, rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const T* row = x + r * n;
-          const double shift = centered && n > 0 ? static_cast<double>(row[0]) : 0.0;
-          double s = 0, ss = 0;
-          for (int64_t i = 0; i < n; ++i) {
-            const double d = static_cast<double>(row[i]) - shift;
-            s += d;
-            ss += d * d;
-          }
-          const double m = n > 0 ? s / static_cast<double>(n) : NAN;
-          const double var = n > 0 ? ss / static_cast<double>(n) - (centered ? m * m : 0) : NAN;
-          if (centered) mean[r] = static_cast<T>(m + shift);
-          rstd[r] = static_cast<T>(1.0 / std::sqrt(std::max(var, 0.0) + eps));
-        }
-      });
+  parallel_for(0, rows, rows_per_task(n), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      row_stats(x + r * n, n, centered, eps, centered ? mean + r : nullptr, rstd + r);
+  });
+}
+
+template <class T>
+void row_normalize(const T* x, T* y, int64_t rows, int64_t n, bool centered, double eps, T* mean,
+                   T* rstd, const T* w, const T* b) {
+  parallel_for(0, rows, rows_per_task(n), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      row_stats(x + r * n, n, centered, eps, centered ? mean + r : nullptr, rstd + r);
+      normalize_row(x + r * n, y + r * n, n, centered ? mean[r] : T(0), rstd[r], w, b);
+    }
+  });
 }
 
 template <class T>
@@ -67,12 +105,7 @@ void affine_normalize(const T* x, T* y, int64_t rows, int64_t inner, const T* me
                      const T shift = (b ? b[c] : T(0)) - m * scale;
                      for (int64_t i = 0; i < inner; ++i) yr[i] = xr[i] * scale + shift;
                    } else {
-                     for (int64_t i = 0; i < inner; ++i) {
-                       T v = (xr[i] - m) * s;
-                       if (w) v *= w[i];
-                       if (b) v += b[i];
-                       yr[i] = v;
-                     }
+                     normalize_row(xr, yr, inner, m, s, w, b);
                    }
                  }
                });
@@ -132,6 +165,8 @@ void row_norm_backward(const T* gy, const T* x, const T* mean, const T* rstd, co
 
 #define KILN_NORM_INSTANTIATE(T)                                                                  \
   template void row_moments<T>(const T*, int64_t, int64_t, bool, double, T*, T*);                 \
+  template void row_normalize<T>(const T*, T*, int64_t, int64_t, bool, double, T*, T*, const T*,  \
+                                 const T*);                                                       \
   template void channel_moments<T>(const T*, int64_t, int64_t, int64_t, double*, double*);        \
   template void affine_normalize<T>(const T*, T*, int64_t, int64_t, const T*, const T*, const T*, \
                                     const T*, bool, int64_t);                                     \

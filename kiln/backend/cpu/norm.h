@@ -1,7 +1,8 @@
 #pragma once
 // CPU kernels of the normalisation ops. Inputs are dense float or double (lower precisions are
-// computed on a float copy); statistics accumulate in double in one pass over the data, shifted
-// by the first element so that large means do not cancel.
+// computed on a float copy); statistics accumulate in double: row statistics in two passes over
+// each row (mean, then squared deviations), channel statistics in one pass shifted by the first
+// element so that large means do not cancel.
 #include <cstdint>
 
 namespace kiln::cpu {
@@ -10,6 +11,12 @@ namespace kiln::cpu {
 // centered = false: the root mean square instead (mean is left untouched, may be null).
 template <class T>
 void row_moments(const T* x, int64_t rows, int64_t n, bool centered, double eps, T* mean, T* rstd);
+
+// row_moments and y = (x - mean[r]) * rstd[r] * w + b (w, b: per element of a row, may be null)
+// in one sweep, each row normalised while it is in cache (layer_norm, rms_norm).
+template <class T>
+void row_normalize(const T* x, T* y, int64_t rows, int64_t n, bool centered, double eps, T* mean,
+                   T* rstd, const T* w, const T* b);
 
 // Per-channel mean and biased variance of x viewed as [outer, channels, inner].
 template <class T>

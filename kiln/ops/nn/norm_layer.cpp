@@ -65,10 +65,9 @@ void row_norm_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, do
   nn_util::visit_compute(x.dtype(), centered ? "layer_norm" : "rms_norm", [&](auto tag) {
     using T = decltype(tag);
     T* pm = centered ? mean.data_ptr<T>() : nullptr;
-    cpu::row_moments<T>(x.data_ptr<T>(), rows, n, centered, eps, pm, rstd.data_ptr<T>());
-    cpu::affine_normalize<T>(x.data_ptr<T>(), y.data_ptr<T>(), rows, n, pm, rstd.data_ptr<T>(),
-                             w.defined() ? w.data_ptr<T>() : nullptr,
-                             b.defined() ? b.data_ptr<T>() : nullptr, false, 1);
+    cpu::row_normalize<T>(x.data_ptr<T>(), y.data_ptr<T>(), rows, n, centered, eps, pm,
+                          rstd.data_ptr<T>(), w.defined() ? w.data_ptr<T>() : nullptr,
+                          b.defined() ? b.data_ptr<T>() : nullptr);
   });
   nn_util::store(out[0], y);
 }
