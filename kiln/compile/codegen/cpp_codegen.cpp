@@ -93,8 +93,11 @@ bool vectorisable(const Expr& e) {
 
 using RowKind = RowReduction::Kind;
 
-// Elements per block of a reduction of every element (a multiple of every vector width).
+// Elements per block of a reduction of every element (a multiple of every vector width), and
+// columns per block of a reduction over leading dims.
 constexpr int64_t kReduceBlock = 16384;
+constexpr int64_t kColumnBlock = 256;
+constexpr int64_t kColumnRows = 32;  // rows summed in float lanes before a double accumulator
 
 bool contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -111,7 +114,7 @@ struct Emitter {
   size_t inner_dims = 1;          // how many of `sizes` one row (the innermost loop) spans
   std::vector<int> scalars;       // values held as scalars even in the vector loop
   int anchor = -1;                // the row reduction's position in k.nodes
-  bool stores_in_pass = false;    // the one pass of a split reduction stores what it computes
+  bool stores_in_pass = false;    // the one pass of a whole or column reduction stores too
 
   std::string param(const SymInt& s) {
     if (auto v = s.maybe_int()) return "int64_t{" + std::to_string(*v) + "}";
@@ -131,10 +134,11 @@ struct Emitter {
   SymShape full_strides(int id, size_t split) {
     SymShape st;
     Value dense = g.values[id];
-    if (is_per_row(id)) {  // one element per row, rows in order
+    if (is_per_row(id)) {  // one element per row (per column), in order
       st.assign(k.sizes.size(), SymInt(0));
       SymInt s = 1;
-      for (size_t d = split; d-- > 0;) {
+      const bool columns = k.row->leading;
+      for (size_t d = columns ? k.sizes.size() : split; d-- > (columns ? split : 0);) {
         st[d] = k.sizes[d].maybe_int() == 1 ? SymInt(0) : s;
         s = s * k.sizes[d];
       }
@@ -179,7 +183,9 @@ struct Emitter {
         ks.buffers.push_back(id);
       }
     const size_t rank = k.sizes.size();
-    const size_t split = k.row ? rank - k.row->reduced_dims : (rank > 0 ? rank - 1 : 0);
+    const size_t split = !k.row           ? (rank > 0 ? rank - 1 : 0)
+                         : k.row->leading ? k.row->reduced_dims
+                                          : rank - k.row->reduced_dims;
     std::vector<SymShape> full;
     for (int id : ks.buffers) full.push_back(full_strides(id, split));
     strides.assign(full.size(), {});
@@ -222,6 +228,26 @@ struct Emitter {
       }
     }
     return "b" + std::to_string(b) + "[" + index + "]";
+  }
+
+  // o<b>: each buffer's offset of row r (a variable the caller declared), over the outer dims.
+  void row_offsets(size_t outer, const std::string& indent) {
+    for (size_t b = 0; b < ks.buffers.size(); ++b) os << indent << "int64_t o" << b << " = 0;\n";
+    for (size_t d = outer; d-- > 0;) {
+      os << indent << "{\n"
+         << indent << "  const int64_t i = " << (d > 0 ? "r % " + param(sizes[d]) : "r") << ";\n";
+      if (d > 0) os << indent << "  r /= " << param(sizes[d]) << ";\n";
+      for (size_t b = 0; b < ks.buffers.size(); ++b)
+        if (strides[b][d].maybe_int() != 0)
+          os << indent << "  o" << b << " += i * " << param(strides[b][d]) << ";\n";
+      os << indent << "}\n";
+    }
+  }
+
+  std::string outer_size(size_t outer) {
+    std::string n = "int64_t{1}";
+    for (size_t d = 0; d < outer; ++d) n += " * " + param(sizes[d]);
+    return n;
   }
 
   std::string inner_size() {
@@ -511,6 +537,65 @@ struct Emitter {
     return true;
   }
 
+  // A reduction over the leading dims: threads take blocks of columns (the kept dims, inner and
+  // contiguous in the result). Each block folds the rows in order into lanes of the compute
+  // type, vectorised along the columns; sums add the lanes into double accumulators every
+  // kColumnRows rows, as eager's column reductions do.
+  void emit_columns(const std::string& name) {
+    const std::string fold = split_fold(), T = compute_type(row_compute());
+    const bool sum = fold == "sum";
+    const std::string init = sum ? "0" : fold == "max" ? "-INFINITY" : "INFINITY";
+    const std::string better = fold == "max" ? " > " : " < ";
+    const size_t outer = sizes.size() - inner_dims;
+    os << "  const int64_t n = " << inner_size() << ";\n"
+       << "  const int64_t n_rows = " << outer_size(outer) << ";\n"
+       << "  for (int64_t c0 = begin; c0 < end; c0 += kColumnBlock) {\n"
+       << "    const int64_t c1 = c0 + kColumnBlock < end ? c0 + kColumnBlock : end;\n"
+       << "    " << T << " lane[kColumnBlock];\n"
+       << "    [[maybe_unused]] double acc[kColumnBlock] = {};\n"
+       << "    for (int64_t i = 0; i < c1 - c0; ++i) lane[i] = " << init << ";\n"
+       << "    for (int64_t row0 = 0; row0 < n_rows; row0 += kColumnRows) {\n"
+       << "      const int64_t row1 = row0 + kColumnRows < n_rows ? row0 + kColumnRows : n_rows;\n"
+       << "      for (int64_t row = row0; row < row1; ++row) {\n        int64_t r = row;\n";
+    row_offsets(outer, "        ");
+    os << "        int64_t j = c0;\n";
+    stores_in_pass = true;
+    if (ks.vectorised) {
+      os << "        for (; j + kVec <= c1; j += kVec) {\n";
+      body(true, "          ", false);
+      os << "          const fvec f = " << row_input(true) << ";\n"
+         << "          const fvec a = load_vec(&lane[j - c0]);\n"
+         << "          store_vec(&lane[j - c0], "
+         << (sum ? "a + f" : "(f != f) | (f" + better + "a) ? f : a") << ");\n        }\n";
+    }
+    os << "        for (; j < c1; ++j) {\n";
+    body(false, "          ", false);
+    os << "          const " << T << " f = " << row_input(false) << ";\n"
+       << (sum ? "          lane[j - c0] += f;\n"
+               : "          if (f != f || f" + better + "lane[j - c0]) lane[j - c0] = f;\n")
+       << "        }\n      }\n";
+    if (sum)
+      os << "      for (int64_t i = 0; i < c1 - c0; ++i) {\n        acc[i] += lane[i];\n"
+         << "        lane[i] = 0;\n      }\n";
+    os << "    }\n";
+    for (int id : k.stores) {
+      if (!is_row_output(id)) continue;
+      const ScalarType dt = g.values[id].dtype;
+      std::string v = sum ? "acc[i]" : "lane[i]";
+      if (k.row->kind == RowKind::Mean) v += " / static_cast<double>(n_rows)";
+      os << "    for (int64_t i = 0; i < c1 - c0; ++i)\n      b" << buffer_of[id]
+         << "[c0 + i] = static_cast<" << storage_type(dt) << ">(static_cast<" << compute_type(dt)
+         << ">(" << v << "));\n";
+    }
+    os << "  }\n}\n}  // namespace\n"
+       << "extern \"C\" KILN_KERNEL_EXPORT void " << ks.symbol
+       << "(char* const* b, const int64_t* p, const KilnKernelRuntime* rt) {\n"
+       << "  const Context c{b, p, nullptr};\n"
+       << "  const int64_t n = " << inner_size() << ", n_rows = " << outer_size(outer) << ";\n"
+       << "  rt->parallel_for(0, n, n_rows > 0 ? (32768 + n_rows - 1) / n_rows : n, " << name
+       << ", const_cast<Context*>(&c));\n}\n";
+  }
+
   void emit_split(const std::string& name) {
     const std::string fold = split_fold();
     os << "  const int64_t n = " << inner_size() << ";\n"
@@ -583,6 +668,7 @@ struct Emitter {
     }
     const size_t outer = sizes.size() - inner_dims;
     if (split_row()) return emit_split(name);
+    if (k.row && k.row->leading) return emit_columns(name);
     if (!row_loop()) {
       os << "  {\n    const int64_t j0 = begin, j1 = end;\n";
       for (size_t b = 0; b < ks.buffers.size(); ++b) os << "    const int64_t o" << b << " = 0;\n";
@@ -590,16 +676,7 @@ struct Emitter {
       os << "  const int64_t n = " << inner_size() << ";\n";
       os << "  for (int64_t row = begin; row < end; ++row) {\n";
       os << "    const int64_t j0 = 0, j1 = n;\n    int64_t r = row;\n";
-      for (size_t b = 0; b < ks.buffers.size(); ++b) os << "    int64_t o" << b << " = 0;\n";
-      for (size_t d = outer; d-- > 0;) {
-        os << "    {\n      const int64_t i = " << (d > 0 ? "r % " + param(sizes[d]) : "r")
-           << ";\n";
-        if (d > 0) os << "      r /= " << param(sizes[d]) << ";\n";
-        for (size_t b = 0; b < ks.buffers.size(); ++b)
-          if (strides[b][d].maybe_int() != 0)
-            os << "      o" << b << " += i * " << param(strides[b][d]) << ";\n";
-        os << "    }\n";
-      }
+      row_offsets(outer, "    ");
       if (k.row) statistics();
       if (k.row && k.row->nll) nll_gather();
     }
@@ -655,7 +732,9 @@ GeneratedUnit generate_cpp(const Graph& graph, const Schedule& schedule, cpu::Cp
      << "#include \"kiln/compile/codegen/kernel_prelude.h\"\n"
      << "namespace {\nstruct Context {\n  char* const* b;\n  const int64_t* p;\n"
      << "  double* partial;  // a reduction's per-block statistics\n};\n"
-     << "constexpr int64_t kReduceBlock = " << kReduceBlock << ";\n}  // namespace\n";
+     << "constexpr int64_t kReduceBlock = " << kReduceBlock << ";\n"
+     << "constexpr int64_t kColumnBlock = " << kColumnBlock << ";\n"
+     << "constexpr int64_t kColumnRows = " << kColumnRows << ";\n}  // namespace\n";
   std::string kernels;
   for (size_t i = 0; i < schedule.kernels.size(); ++i) {
     KernelSource ks;

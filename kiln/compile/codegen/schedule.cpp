@@ -131,9 +131,15 @@ bool row_reduction(const Graph& g, const Node& n, RowReduction& r, std::string& 
   bool trailing = !dims.empty() && rank > 0;
   for (size_t j = 0; j < dims.size() && trailing; ++j)
     trailing = dims[j] == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j);
-  if (!trailing) return why += "not over the trailing dims)", false;
-  for (int64_t d = rank - r.reduced_dims; d < rank; ++d)
-    if (x.sizes[d].maybe_int() == 0) return why += "empty rows)", false;
+  bool leading = !dims.empty() && static_cast<int64_t>(dims.size()) < rank &&
+                 (r.kind == K::Sum || r.kind == K::Mean || r.kind == K::Max || r.kind == K::Min);
+  for (size_t j = 0; j < dims.size() && leading; ++j) leading = dims[j] == static_cast<int64_t>(j);
+  if (!trailing && !leading) return why += "neither over the leading nor the trailing dims)", false;
+  r.leading = !trailing;
+  for (int64_t d = 0; d < rank; ++d)
+    if ((r.leading ? d < r.reduced_dims : d >= rank - r.reduced_dims) &&
+        x.sizes[d].maybe_int() == 0)
+      return why += "empty rows)", false;
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     const Value& out = g.values[n.outputs[k]];
     if (!is_contiguous(out.sizes, out.strides)) return why += "a strided output)", false;
@@ -274,9 +280,10 @@ Schedule schedule(const Graph& g) {
           (!open[join] || s.kernels[join].row || !same_shape(s.kernels[join].sizes, shape)))
         join = none;
       place(n, static_cast<int>(i), join, shape, nullptr).row = row;
-      // A reduction of every element is computed in blocks by all threads and combined after
-      // them (cpp_codegen.h): nothing can follow it in its kernel.
-      if (row.reduced_dims == static_cast<int>(shape.size()) && row.full_output < 0)
+      // A reduction of every element or over leading dims is known only when its kernel has
+      // read everything (cpp_codegen.cpp): nothing can follow it in its kernel.
+      if ((row.reduced_dims == static_cast<int>(shape.size()) && row.full_output < 0) ||
+          row.leading)
         close(kernel_of[n.outputs[0]]);
       continue;
     }

@@ -21,8 +21,11 @@ namespace kiln::compiler {
 struct RowReduction {
   enum class Kind { Sum, Mean, Max, Min, Softmax, LogSoftmax, LayerNorm, RmsNorm };
   Kind kind = Kind::Sum;
-  int node = -1;                 // the graph node
-  int reduced_dims = 0;          // trailing dims of the kernel's shape it reduces
+  int node = -1;         // the graph node
+  int reduced_dims = 0;  // trailing dims of the kernel's shape it reduces
+  // Sum, Mean, Max, Min over leading dims instead (the kept trailing dims are the kernel's
+  // columns: one element of the result per column, each computed by one thread in row order).
+  bool leading = false;
   double eps = 0;                // layer_norm, rms_norm
   int full_output = -1;          // the value with the kernel's shape it computes (softmax, norms)
   std::vector<int> row_outputs;  // values with one element per row (sum; mean, rstd)
