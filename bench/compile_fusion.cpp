@@ -6,7 +6,8 @@
 // memcpy of 16M floats (on Kiln's threads) gives the machine's copy bandwidth; gelu(x*w+b) and a
 // six-op chain over 16M floats run eagerly and compiled (one fused kernel each); softmax,
 // layer_norm, rms_norm and cross_entropy over [4096, 4096] the same, and the mean squared error of
-// two 16M-float vectors (a reduction of every element); the demo GPT's forward; and
+// two 16M-float vectors (a reduction of every element), (x*2).sum(0) over [4096, 4096] (over the
+// leading dim); the demo GPT's forward; and
 // the cost of a cold compile (the C++ compiler runs) and of a warm one (the kernel cache on disk,
 // as a new process sees it). bench/compile_fusion.py measures torch eager and torch.compile on the
 // same cases; figures and commands: bench/RESULTS-compile.md.
@@ -79,6 +80,8 @@ Tensor cross_entropy(const Tensor& x, const Tensor& t) { return kiln::cross_entr
 
 // A reduction of every element: the mean squared error over 16M floats.
 Tensor mean_squared_error(const Tensor& x, const Tensor& y) { return ((x - y) * (x - y)).mean(); }
+// A reduction over the leading dim (a column sum, as a bias gradient is).
+Tensor scaled_column_sum(const Tensor& x) { return (x * 2.0).sum(0); }
 
 template <class Fn, class... A>
 void run_case(benchmark::State& state, Fn fn, const A&... a) {
@@ -97,6 +100,9 @@ void BM_RmsNorm(benchmark::State& state) {
 void BM_MeanSquaredError(benchmark::State& state) {
   run_case(state, mean_squared_error, kiln::randn({kN}), kiln::randn({kN}));
   bytes(state, 2 * kN * 4);
+}
+void BM_ColumnSum(benchmark::State& state) {
+  run_case(state, scaled_column_sum, kiln::randn({4096, 4096}));
 }
 void BM_CrossEntropy(benchmark::State& state) {
   run_case(state, cross_entropy, kiln::randn({4096, 4096}), kiln::randint(0, 4096, {4096}));
@@ -171,6 +177,12 @@ BENCHMARK(BM_RmsNorm)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_MeanSquaredError)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_ColumnSum)
     ->ArgName("compiled")
     ->Arg(0)
     ->Arg(1)

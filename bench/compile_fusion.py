@@ -46,6 +46,10 @@ def mean_squared_error(x, y):
     return ((x - y) * (x - y)).mean()
 
 
+def scaled_column_sum(x):
+    return (x * 2.0).sum(0)
+
+
 class Block(torch.nn.Module):
     """examples/gpt/model.cpp's block."""
 
@@ -120,6 +124,7 @@ def main():
         ("rms_norm [4096, 4096]", rms_norm, (big, wn)),
         ("cross_entropy [4096, 4096]", cross_entropy, (big, target)),
         ("mean squared error 16M", mean_squared_error, (xc, yc)),
+        ("(x*2).sum(0) [4096, 4096]", scaled_column_sum, (big,)),
     ]
     for name, fn, args in cases:
         eager = per_call(fn, *args, loop_seconds=0.5, repeats=5)

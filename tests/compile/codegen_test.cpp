@@ -188,6 +188,20 @@ TEST(Codegen, CrossEntropyGatherDtypesAndSizes) {
   }
 }
 
+// fn returns a sum and a mean of x; compiled and eager agree in float64 and the 16-bit floats
+// (sum_tol: the 16-bit sums' absolute tolerance).
+template <class F>
+void expect_sums_and_means_in_each_float_dtype(F fn, std::vector<int64_t> shape, double sum_tol) {
+  for (ScalarType dt : {kFloat64, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    const Tensor y = randn(shape).to(dt);
+    auto [s, m] = compile(fn)(y);
+    auto [s2, m2] = fn(y);
+    expect_close(s, s2, dt == kFloat64 ? 1e-10 : sum_tol);
+    expect_close(m, m2, dt == kFloat64 ? 1e-12 : 1e-2);
+  }
+}
+
 TEST(Codegen, ReductionsOfEveryElementFuseTheirProducers) {
   // Blocks of the flattened input go to the threads; (x - y)^2 is never stored.
   auto fn = [](const Tensor& x, const Tensor& y) { return ((x - y) * (x - y)).mean(); };
@@ -232,15 +246,8 @@ TEST(Codegen, ReductionsOfEveryElementPropagateNaNAndKeepDtypes) {
   auto [mx, mn] = compile(extremes)(x);
   EXPECT_TRUE(mx.isnan().item<bool>());
   EXPECT_TRUE(mn.isnan().item<bool>());
-  for (ScalarType dt : {kFloat64, kBFloat16, kFloat16}) {
-    SCOPED_TRACE(std::string(dtype_name(dt)));
-    auto fn = [](const Tensor& x) { return std::make_tuple((x * 0.5).sum(), x.mean()); };
-    const Tensor y = randn({3, 4000}).to(dt);
-    auto [s, m] = compile(fn)(y);
-    auto [s2, m2] = fn(y);
-    expect_close(s, s2, dt == kFloat64 ? 1e-10 : 0.5);
-    expect_close(m, m2, dt == kFloat64 ? 1e-12 : 1e-2);
-  }
+  expect_sums_and_means_in_each_float_dtype(
+      [](const Tensor& x) { return std::make_tuple((x * 0.5).sum(), x.mean()); }, {3, 4000}, 0.5);
   auto dynamic =
       compile([](const Tensor& x) { return (x - 1.0).mean(); }, CompileOptions().dynamic(true));
   for (int64_t n : {5, 16384, 16385, 50000}) {
@@ -308,15 +315,8 @@ TEST(Codegen, ReductionsOverLeadingDimsKeepSemantics) {
   EXPECT_TRUE(mx[5].isnan().item<bool>());
   expect_close(mx.nan_to_num(), mx2.nan_to_num());
   expect_close(mn.nan_to_num(), mn2.nan_to_num());
-  for (ScalarType dt : {kFloat64, kBFloat16, kFloat16}) {
-    SCOPED_TRACE(std::string(dtype_name(dt)));
-    auto fn = [](const Tensor& x) { return std::make_tuple((x * 0.5).sum(0), x.mean(0)); };
-    const Tensor y = randn({300, 41}).to(dt);
-    auto [s, m] = compile(fn)(y);
-    auto [s2, m2] = fn(y);
-    expect_close(s, s2, dt == kFloat64 ? 1e-10 : 0.2);
-    expect_close(m, m2, dt == kFloat64 ? 1e-12 : 1e-2);
-  }
+  expect_sums_and_means_in_each_float_dtype(
+      [](const Tensor& x) { return std::make_tuple((x * 0.5).sum(0), x.mean(0)); }, {300, 41}, 0.2);
   auto dynamic =
       compile([](const Tensor& x) { return (x - 1.0).sum(0); }, CompileOptions().dynamic(true));
   for (int64_t n : {3, 17, 300}) {
