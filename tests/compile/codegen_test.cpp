@@ -151,6 +151,24 @@ TEST(Codegen, CrossEntropyGatherKeepsNllLossSemantics) {
   EXPECT_TRUE(compile(mean)(x, all_ignored).isnan().item<bool>());
 }
 
+TEST(Codegen, CrossEntropyWithTargetsOrWeightsMadeInsideTheFunction) {
+  // Constants computed inside the function, and a target also read elementwise: no gather (the
+  // nll_loss runs its eager kernel), the same results.
+  const Tensor x = randn({6, 6}), t = randint(0, 6, {6});
+  auto constant_weight = [](const Tensor& x, const Tensor& t) {
+    return cross_entropy(x, t, full({6}, 0.5));
+  };
+  expect_close(compile(constant_weight)(x, t), constant_weight(x, t), 1e-6);
+  auto constant_target = [](const Tensor& x) {
+    return nll_loss(log_softmax(x * 2.0, 1), full({6}, 3, TensorOptions(kInt64)));
+  };
+  expect_close(compile(constant_target)(x), constant_target(x), 1e-6);
+  auto target_read_twice = [](const Tensor& x, const Tensor& t) {
+    return nll_loss(log_softmax(x + t, 1), t);
+  };
+  expect_close(compile(target_read_twice)(x, t), target_read_twice(x, t), 1e-6);
+}
+
 TEST(Codegen, CrossEntropyGatherChecksTargets) {
   auto fn = [](const Tensor& x, const Tensor& t) { return cross_entropy(x, t); };
   auto f = compile(fn);

@@ -508,7 +508,7 @@ struct Emitter {
   // that one index, into the per-row loss and weight buffers (as eager's nll_loss computes them).
   void nll_gather() {
     const RowReduction::Nll& nll = *k.row->nll;
-    const int t = buffer_of[nll.target];
+    const int t = buffer_of.at(nll.target);
     const ScalarType dt = g.values[k.row->full_output].dtype;
     os << "    {\n      const int64_t t = static_cast<int64_t>(b" << t << "[o" << t << "]);\n"
        << "      double loss = 0, weight = 0;\n"

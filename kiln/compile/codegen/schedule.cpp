@@ -290,9 +290,18 @@ Schedule schedule(const Graph& g) {
     if (!e && n.op->name == "nll_loss" && n.inputs[0] >= 0) {
       // Gathered in the row kernel of its log_softmax, which then finishes: nll_loss's outputs
       // exist only after it.
+      // Its target and weight must be loads of that kernel (not constants it computes), and
+      // the target one read per row only.
       const int k = kernel_of[n.inputs[0]];
+      const int target = n.inputs[1], weight = n.inputs[2];
+      auto reads_target = [&](int ni) {
+        const auto& in = g.nodes[ni].inputs;
+        return std::find(in.begin(), in.end(), target) != in.end();
+      };
       RowReduction::Nll nll;
-      if (k >= 0 && open[k] && n.inputs[1] >= 0 && kernel_of[n.inputs[1]] != k &&
+      if (k >= 0 && open[k] && target >= 0 && kernel_of[target] != k && !constant[target] &&
+          (weight < 0 || !constant[weight]) &&
+          std::none_of(s.kernels[k].nodes.begin(), s.kernels[k].nodes.end(), reads_target) &&
           nll_epilogue(g, n, s.kernels[k], nll)) {
         place(n, static_cast<int>(i), k, s.kernels[k].sizes, nullptr).row->nll = nll;
         close(k);
