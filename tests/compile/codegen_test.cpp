@@ -341,11 +341,34 @@ TEST(Codegen, ReductionsOverLeadingDimsKeepSemantics) {
     const Tensor y = randn({n, n + 250});
     expect_close(dynamic(y), (y - 1.0).sum(0), 1e-4);
   }
-  // Neither leading nor trailing: the eager kernel.
-  auto middle = [](const Tensor& x) { return (x * 2.0).sum(1); };
+}
+
+TEST(Codegen, ReductionsOverMiddleDimsAreColumnsOfEachOuterIndex) {
+  // Mean pooling over a sequence: [B, T, C] -> [B, C], one kernel with its producer.
+  auto pool = [](const Tensor& x, const Tensor& b) { return (x + b).mean(1); };
+  const Tensor x = randn({5, 37, 300}), b = randn({300});
+  compiler::Explanation e = compiler::explain(pool, x, b);
+  EXPECT_EQ(kernels_of(e), 1) << e;
+  EXPECT_EQ(extern_calls(e), 0) << e;
+  expect_close(compile(pool)(x, b), pool(x, b), 1e-5);
+  // Several kept and reduced dims, keepdim, a strided input, max with a NaN.
+  auto several = [](const Tensor& x) {
+    return std::make_tuple(x.sum({1, 2}, true), amax(x * 2.0, {1}), amin(x, {2}));
+  };
+  Tensor y = randn({3, 4, 5, 6, 7}).transpose(3, 4);
+  y.index_put_({tensor({1}, TensorOptions(kInt64)), tensor({2}, TensorOptions(kInt64))}, NAN);
+  auto [s, mx, mn] = compile(several)(y);
+  auto [s2, mx2, mn2] = several(y);
+  EXPECT_TRUE(equal(s.isnan(), s2.isnan()));
+  EXPECT_TRUE(equal(mx.isnan(), mx2.isnan()));
+  expect_close(s.nan_to_num(), s2.nan_to_num(), 1e-5);
+  expect_close(mx.nan_to_num(), mx2.nan_to_num());
+  expect_close(mn.nan_to_num(), mn2.nan_to_num());
+  // Dims that are not consecutive: the eager kernel.
+  auto gaps = [](const Tensor& x) { return (x * 2.0).sum({0, 2}); };
   const Tensor z = randn({4, 6, 9});
-  EXPECT_EQ(extern_calls(compiler::explain(middle, z)), 1);
-  expect_close(compile(middle)(z), middle(z), 1e-5);
+  EXPECT_EQ(extern_calls(compiler::explain(gaps, z)), 1);
+  expect_close(compile(gaps)(z), gaps(z), 1e-5);
 }
 
 TEST(Codegen, ReductionDtypesAndSizes) {

@@ -94,7 +94,7 @@ bool vectorisable(const Expr& e) {
 using RowKind = RowReduction::Kind;
 
 // Elements per block of a reduction of every element (a multiple of every vector width), and
-// columns per block of a reduction over leading dims.
+// columns per block of a reduction over leading or middle dims.
 constexpr int64_t kReduceBlock = 16384;
 constexpr int64_t kColumnBlock = 256;
 constexpr int64_t kColumnRows = 32;  // rows summed in float lanes before a double accumulator
@@ -114,6 +114,7 @@ struct Emitter {
   size_t inner_dims = 1;          // how many of `sizes` one row (the innermost loop) spans
   std::vector<int> scalars;       // values held as scalars even in the vector loop
   int anchor = -1;                // the row reduction's position in k.nodes
+  size_t kept_outer = 0;          // columns: how many of `sizes` the kept outer dims are
   bool stores_in_pass = false;    // the one pass of a whole or column reduction stores too
 
   std::string param(const SymInt& s) {
@@ -134,11 +135,14 @@ struct Emitter {
   SymShape full_strides(int id, size_t split) {
     SymShape st;
     Value dense = g.values[id];
-    if (is_per_row(id)) {  // one element per row (per column), in order
+    if (is_per_row(id)) {  // dense over the kept dims (rows, or columns), in order
       st.assign(k.sizes.size(), SymInt(0));
       SymInt s = 1;
-      const bool columns = k.row->leading;
-      for (size_t d = columns ? k.sizes.size() : split; d-- > (columns ? split : 0);) {
+      for (size_t d = k.sizes.size(); d-- > 0;) {
+        const bool reduced = k.row->columns
+                                 ? d >= static_cast<size_t>(k.row->kept_outer_dims) && d < split
+                                 : d >= split;
+        if (reduced) continue;
         st[d] = k.sizes[d].maybe_int() == 1 ? SymInt(0) : s;
         s = s * k.sizes[d];
       }
@@ -183,8 +187,9 @@ struct Emitter {
         ks.buffers.push_back(id);
       }
     const size_t rank = k.sizes.size();
+    // The first dim after the reduced ones (columns), or the first reduced one (rows).
     const size_t split = !k.row           ? (rank > 0 ? rank - 1 : 0)
-                         : k.row->leading ? k.row->reduced_dims
+                         : k.row->columns ? k.row->kept_outer_dims + k.row->reduced_dims
                                           : rank - k.row->reduced_dims;
     std::vector<SymShape> full;
     for (int id : ks.buffers) full.push_back(full_strides(id, split));
@@ -192,6 +197,10 @@ struct Emitter {
     if (!k.row) {
       coalesce(full, 0, rank);
       inner_dims = 1;
+    } else if (k.row->columns) {  // kept outer dims, reduced dims, kept inner dims
+      kept_outer = coalesce(full, 0, k.row->kept_outer_dims);
+      coalesce(full, k.row->kept_outer_dims, split);
+      inner_dims = coalesce(full, split, rank);
     } else {
       coalesce(full, 0, split);
       inner_dims = coalesce(full, split, rank);
@@ -233,10 +242,15 @@ struct Emitter {
   // o<b>: each buffer's offset of row r (a variable the caller declared), over the outer dims.
   void row_offsets(size_t outer, const std::string& indent) {
     for (size_t b = 0; b < ks.buffers.size(); ++b) os << indent << "int64_t o" << b << " = 0;\n";
-    for (size_t d = outer; d-- > 0;) {
+    add_offsets(0, outer, indent);
+  }
+  // Adds to o<b> the offsets of index r (consumed) over dims [first, end) of `sizes`.
+  void add_offsets(size_t first, size_t end, const std::string& indent) {
+    for (size_t d = end; d-- > first;) {
+      const bool last = d == first;
       os << indent << "{\n"
-         << indent << "  const int64_t i = " << (d > 0 ? "r % " + param(sizes[d]) : "r") << ";\n";
-      if (d > 0) os << indent << "  r /= " << param(sizes[d]) << ";\n";
+         << indent << "  const int64_t i = " << (last ? "r" : "r % " + param(sizes[d])) << ";\n";
+      if (!last) os << indent << "  r /= " << param(sizes[d]) << ";\n";
       for (size_t b = 0; b < ks.buffers.size(); ++b)
         if (strides[b][d].maybe_int() != 0)
           os << indent << "  o" << b << " += i * " << param(strides[b][d]) << ";\n";
@@ -244,9 +258,9 @@ struct Emitter {
     }
   }
 
-  std::string outer_size(size_t outer) {
+  std::string size_of(size_t first, size_t end) {
     std::string n = "int64_t{1}";
-    for (size_t d = 0; d < outer; ++d) n += " * " + param(sizes[d]);
+    for (size_t d = first; d < end; ++d) n += " * " + param(sizes[d]);
     return n;
   }
 
@@ -537,27 +551,34 @@ struct Emitter {
     return true;
   }
 
-  // A reduction over the leading dims: threads take blocks of columns (the kept dims, inner and
-  // contiguous in the result). Each block folds the rows in order into lanes of the compute
-  // type, vectorised along the columns; sums add the lanes into double accumulators every
-  // kColumnRows rows, as eager's column reductions do.
+  // A reduction over leading or middle dims: threads take blocks of columns (the kept dims after
+  // the reduced ones, inner and contiguous in the result) of each index of the kept outer dims.
+  // Each block folds the rows in order into lanes of the compute type, vectorised along the
+  // columns; sums add the lanes into double accumulators every kColumnRows rows, as eager's column
+  // reductions do.
   void emit_columns(const std::string& name) {
     const std::string fold = split_fold(), T = compute_type(row_compute());
     const bool sum = fold == "sum";
     const std::string init = sum ? "0" : fold == "max" ? "-INFINITY" : "INFINITY";
     const std::string better = fold == "max" ? " > " : " < ";
-    const size_t outer = sizes.size() - inner_dims;
+    const size_t outer = sizes.size() - inner_dims;  // the kept outer and the reduced dims
+    // Items are (index q of the kept outer dims, column); a block stays within one q.
     os << "  const int64_t n = " << inner_size() << ";\n"
-       << "  const int64_t n_rows = " << outer_size(outer) << ";\n"
-       << "  for (int64_t c0 = begin; c0 < end; c0 += kColumnBlock) {\n"
-       << "    const int64_t c1 = c0 + kColumnBlock < end ? c0 + kColumnBlock : end;\n"
+       << "  const int64_t n_rows = " << size_of(kept_outer, outer) << ";\n"
+       << "  for (int64_t c = begin; c < end;) {\n"
+       << "    const int64_t q = c / n, c0 = c % n;\n"
+       << "    int64_t c1 = c0 + kColumnBlock < n ? c0 + kColumnBlock : n;\n"
+       << "    if (c1 - c0 > end - c) c1 = c0 + (end - c);\n"
+       << "    c += c1 - c0;\n"
        << "    " << T << " lane[kColumnBlock];\n"
        << "    [[maybe_unused]] double acc[kColumnBlock] = {};\n"
        << "    for (int64_t i = 0; i < c1 - c0; ++i) lane[i] = " << init << ";\n"
        << "    for (int64_t row0 = 0; row0 < n_rows; row0 += kColumnRows) {\n"
        << "      const int64_t row1 = row0 + kColumnRows < n_rows ? row0 + kColumnRows : n_rows;\n"
-       << "      for (int64_t row = row0; row < row1; ++row) {\n        int64_t r = row;\n";
-    row_offsets(outer, "        ");
+       << "      for (int64_t row = row0; row < row1; ++row) {\n        int64_t r = q;\n";
+    row_offsets(kept_outer, "        ");
+    os << "        r = row;\n";
+    add_offsets(kept_outer, outer, "        ");
     os << "        int64_t j = c0;\n";
     stores_in_pass = true;
     if (ks.vectorised) {
@@ -584,16 +605,17 @@ struct Emitter {
       std::string v = sum ? "acc[i]" : "lane[i]";
       if (k.row->kind == RowKind::Mean) v += " / static_cast<double>(n_rows)";
       os << "    for (int64_t i = 0; i < c1 - c0; ++i)\n      b" << buffer_of[id]
-         << "[c0 + i] = static_cast<" << storage_type(dt) << ">(static_cast<" << compute_type(dt)
-         << ">(" << v << "));\n";
+         << "[q * n + c0 + i] = static_cast<" << storage_type(dt) << ">(static_cast<"
+         << compute_type(dt) << ">(" << v << "));\n";
     }
     os << "  }\n}\n}  // namespace\n"
        << "extern \"C\" KILN_KERNEL_EXPORT void " << ks.symbol
        << "(char* const* b, const int64_t* p, const KilnKernelRuntime* rt) {\n"
        << "  const Context c{b, p, nullptr};\n"
-       << "  const int64_t n = " << inner_size() << ", n_rows = " << outer_size(outer) << ";\n"
-       << "  rt->parallel_for(0, n, n_rows > 0 ? (32768 + n_rows - 1) / n_rows : n, " << name
-       << ", const_cast<Context*>(&c));\n}\n";
+       << "  const int64_t n = " << inner_size() << ", n_rows = " << size_of(kept_outer, outer)
+       << ";\n  const int64_t items = " << size_of(0, kept_outer) << " * n;\n"
+       << "  rt->parallel_for(0, items, n_rows > 0 ? (32768 + n_rows - 1) / n_rows : items, "
+       << name << ", const_cast<Context*>(&c));\n}\n";
   }
 
   void emit_split(const std::string& name) {
@@ -668,7 +690,7 @@ struct Emitter {
     }
     const size_t outer = sizes.size() - inner_dims;
     if (split_row()) return emit_split(name);
-    if (k.row && k.row->leading) return emit_columns(name);
+    if (k.row && k.row->columns) return emit_columns(name);
     if (!row_loop()) {
       os << "  {\n    const int64_t j0 = begin, j1 = end;\n";
       for (size_t b = 0; b < ks.buffers.size(); ++b) os << "    const int64_t o" << b << " = 0;\n";

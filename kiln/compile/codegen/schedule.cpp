@@ -131,15 +131,16 @@ bool row_reduction(const Graph& g, const Node& n, RowReduction& r, std::string& 
   bool trailing = !dims.empty() && rank > 0;
   for (size_t j = 0; j < dims.size() && trailing; ++j)
     trailing = dims[j] == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j);
-  bool leading = !dims.empty() && static_cast<int64_t>(dims.size()) < rank &&
+  // Otherwise consecutive dims with kept dims after them: columns.
+  bool columns = !trailing && !dims.empty() && dims.back() < rank - 1 &&
                  (r.kind == K::Sum || r.kind == K::Mean || r.kind == K::Max || r.kind == K::Min);
-  for (size_t j = 0; j < dims.size() && leading; ++j) leading = dims[j] == static_cast<int64_t>(j);
-  if (!trailing && !leading) return why += "neither over the leading nor the trailing dims)", false;
-  r.leading = !trailing;
-  for (int64_t d = 0; d < rank; ++d)
-    if ((r.leading ? d < r.reduced_dims : d >= rank - r.reduced_dims) &&
-        x.sizes[d].maybe_int() == 0)
-      return why += "empty rows)", false;
+  for (size_t j = 0; j < dims.size() && columns; ++j)
+    columns = dims[j] == dims[0] + static_cast<int64_t>(j);
+  if (!trailing && !columns) return why += "dims that are not consecutive)", false;
+  r.columns = columns;
+  r.kept_outer_dims = columns ? static_cast<int>(dims[0]) : 0;
+  for (int64_t d : dims)
+    if (x.sizes[d].maybe_int() == 0) return why += "empty rows)", false;
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     const Value& out = g.values[n.outputs[k]];
     if (!is_contiguous(out.sizes, out.strides)) return why += "a strided output)", false;
@@ -280,10 +281,10 @@ Schedule schedule(const Graph& g) {
           (!open[join] || s.kernels[join].row || !same_shape(s.kernels[join].sizes, shape)))
         join = none;
       place(n, static_cast<int>(i), join, shape, nullptr).row = row;
-      // A reduction of every element or over leading dims is known only when its kernel has
+      // A reduction of every element or over columns is known only when its kernel has
       // read everything (cpp_codegen.cpp): nothing can follow it in its kernel.
       if ((row.reduced_dims == static_cast<int>(shape.size()) && row.full_output < 0) ||
-          row.leading)
+          row.columns)
         close(kernel_of[n.outputs[0]]);
       continue;
     }

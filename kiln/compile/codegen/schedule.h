@@ -23,9 +23,11 @@ struct RowReduction {
   Kind kind = Kind::Sum;
   int node = -1;         // the graph node
   int reduced_dims = 0;  // trailing dims of the kernel's shape it reduces
-  // Sum, Mean, Max, Min over leading dims instead (the kept trailing dims are the kernel's
-  // columns: one element of the result per column, each computed by one thread in row order).
-  bool leading = false;
+  // Sum, Mean, Max, Min over dims [kept_outer_dims, kept_outer_dims + reduced_dims) instead,
+  // with kept dims after them (the kernel's columns; one element of the result per column and
+  // index of the kept outer dims, each computed by one thread in row order).
+  bool columns = false;
+  int kept_outer_dims = 0;
   double eps = 0;                // layer_norm, rms_norm
   int full_output = -1;          // the value with the kernel's shape it computes (softmax, norms)
   std::vector<int> row_outputs;  // values with one element per row (sum; mean, rstd)
