@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "kiln/compile/args.h"
+#include "kiln/compile/codegen/kernel_cache.h"
 #include "kiln/compile/compiled_function.h"
 #include "kiln/compile/dynamic.h"
 #include "kiln/compile/logs.h"

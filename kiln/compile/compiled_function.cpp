@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "kiln/compile/codegen/program.h"
 #include "kiln/compile/logs.h"
 #include "kiln/compile/passes.h"
 #include "kiln/compile/replay.h"

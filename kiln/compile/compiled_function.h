@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "kiln/compile/args.h"
-#include "kiln/compile/codegen/program.h"
 #include "kiln/compile/graph.h"
 #include "kiln/compile/guards.h"
 #include "kiln/compile/options.h"
 
 namespace kiln::compiler {
+
+class CodegenProgram;  // codegen/program.h, kept out of the public headers
 
 // The user's function on flattened arguments and results.
 using FlatFn = std::function<std::vector<Tensor>(const std::vector<Arg>&)>;
