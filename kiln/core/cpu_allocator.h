@@ -8,12 +8,21 @@
 
 namespace kiln::cpu {
 
-// Frees every cached buffer back to the system.
+//
+// Buffers over 1 KB and under 128 KB are kept per thread instead: each thread holds up to four
+// released buffers of each size (rounded up to a quarter of its power of two), at most 1 MB in
+// all, for its next requests, without a lock (glibc serves these sizes from shared bins, after
+// merging the small chunks freed since the last such request).
+
+// Frees every cached buffer back to the system (of the per-thread ones, the calling thread's).
 void empty_cache();
 // Bytes held in the cache (released by tensors, not yet reused or freed).
 size_t cached_bytes();
-// The most the cache holds; 0 turns caching off. The default is the smaller of 1 GiB and an
-// eighth of physical memory, or KILN_CPU_CACHE_MB when that environment variable is set.
+// Bytes the calling thread holds for buffers under 128 KB.
+size_t thread_cached_bytes();
+// The most the cache holds; 0 turns caching off (the per-thread buffers too). The default is the
+// smaller of 1 GiB and an eighth of physical memory, or KILN_CPU_CACHE_MB when that environment
+// variable is set.
 void set_cache_limit(size_t bytes);
 size_t cache_limit();
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kiln/kiln.h"
@@ -69,6 +70,43 @@ TEST_F(CpuCache, LimitEvictsOldestAndZeroTurnsCachingOff) {
   cpu::set_cache_limit(0);
   { Tensor a = empty({kLarge}, kUInt8); }
   EXPECT_EQ(cpu::cached_bytes(), 0u);
+}
+
+TEST_F(CpuCache, BuffersUnder128KBAreKeptPerThreadRoundedToAQuarterOfTheirPowerOfTwo) {
+  { Tensor a = empty({1024}, kUInt8); }  // 1 KB: left to malloc
+  EXPECT_EQ(cpu::thread_cached_bytes(), 0u);
+  const void* first = nullptr;
+  {
+    Tensor a = empty({4100}, kUInt8);
+    first = a.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+  }
+  EXPECT_EQ(cpu::thread_cached_bytes(), 5120u);  // 4 KB and a quarter
+  Tensor b = full({1200}, 2.0f, kFloat32);       // 4800 bytes: the same slot
+  EXPECT_EQ(b.data_ptr(), first);
+  EXPECT_EQ(cpu::thread_cached_bytes(), 0u);
+  EXPECT_FLOAT_EQ(b[1199].item<float>(), 2.0f);
+  // Four buffers a size, 1 MB in all.
+  auto release = [](int count, int64_t bytes) {
+    std::vector<Tensor> many;
+    for (int i = 0; i < count; ++i) many.push_back(empty({bytes}, kUInt8));
+  };
+  release(6, 4100);
+  EXPECT_EQ(cpu::thread_cached_bytes(), 4 * 5120u);
+  release(6, 100000);  // 7 quarters of 64 KB
+  release(6, 120000);  // 128 KB
+  EXPECT_EQ(cpu::thread_cached_bytes(), 4 * 5120u + 4 * 114688u + 4 * 131072u);
+  release(1, 70000);  // would pass 1 MB
+  EXPECT_EQ(cpu::thread_cached_bytes(), 4 * 5120u + 4 * 114688u + 4 * 131072u);
+  // Another thread has its own.
+  size_t other = 1;
+  std::thread([&] { other = cpu::thread_cached_bytes(); }).join();
+  EXPECT_EQ(other, 0u);
+  cpu::empty_cache();
+  EXPECT_EQ(cpu::thread_cached_bytes(), 0u);
+  cpu::set_cache_limit(0);
+  { Tensor a = empty({4100}, kUInt8); }
+  EXPECT_EQ(cpu::thread_cached_bytes(), 0u);
 }
 
 // Buffers of at most 16 bytes come from malloc, 16-byte aligned (within one cache line); larger
