@@ -179,7 +179,7 @@ thread_local bool SmallBufferSlots::destroyed_ = false;
 std::atomic<bool> small_slots_enabled{true};
 
 // How a buffer of nbytes is allocated: alignment, the size it is rounded to (the cache's key)
-// and whether it passes through the cache.
+// and whether it passes through the cache or this thread's slots.
 struct Placement {
   size_t align;
   size_t rounded;
@@ -193,12 +193,12 @@ Placement placement(size_t nbytes) {
   // and an aligned allocation costs a tiny op about a tenth of its time.
   constexpr size_t kMallocAlignment = alignof(std::max_align_t);
   if (nbytes <= kMallocAlignment) return {kMallocAlignment, kMallocAlignment, false};
+  if (nbytes > SmallBufferSlots::kAbove && nbytes < kCachedBuffer)
+    return {kCpuAlignment, SmallBufferSlots::round(nbytes), false, true};
   // Buffers over glibc's largest mmap threshold come fresh from the kernel every time; they are
   // 2 MB aligned and advised onto transparent huge pages: one fault per 2 MB, not per 4 KB.
   // Cached sizes are rounded up to a sixteenth of their power of two (at most 6% more), so
   // nearby sizes share a slot and a slot's buffer always fits the request.
-  if (nbytes > SmallBufferSlots::kAbove && nbytes < kCachedBuffer)
-    return {kCpuAlignment, SmallBufferSlots::round(nbytes), false, true};
   const size_t align = nbytes > kHugeBuffer ? kHugePage : kCpuAlignment;
   const bool cached = nbytes >= kCachedBuffer;
   const size_t granule = cached ? std::max(kPage, std::bit_floor(nbytes) / 16) : align;

@@ -4,15 +4,14 @@
 // their pages in costs more than a memory-bound op that writes them. Released buffers of 128 KB
 // and more are kept and handed out again for the same rounded size (within 6%), up to a limit,
 // as PyTorch's CUDA caching allocator does for device memory.
-#include <cstddef>
-
-namespace kiln::cpu {
-
 //
 // Buffers over 1 KB and under 128 KB are kept per thread instead: each thread holds up to four
 // released buffers of each size (rounded up to a quarter of its power of two), at most 1 MB in
 // all, for its next requests, without a lock (glibc serves these sizes from shared bins, after
 // merging the small chunks freed since the last such request).
+#include <cstddef>
+
+namespace kiln::cpu {
 
 // Frees every cached buffer back to the system (of the per-thread ones, the calling thread's).
 void empty_cache();
