@@ -82,6 +82,10 @@ Tensor cross_entropy(const Tensor& x, const Tensor& t) { return kiln::cross_entr
 Tensor mean_squared_error(const Tensor& x, const Tensor& y) { return ((x - y) * (x - y)).mean(); }
 // A reduction over the leading dim (a column sum, as a bias gradient is).
 Tensor scaled_column_sum(const Tensor& x) { return (x * 2.0).sum(0); }
+// A reduction over dims that are not consecutive: batch norm's variance over [N, C, H, W].
+Tensor channel_variance(const Tensor& x, const Tensor& mean) {
+  return ((x - mean) * (x - mean)).mean({0, 2, 3});
+}
 
 template <class Fn, class... A>
 void run_case(benchmark::State& state, Fn fn, const A&... a) {
@@ -103,6 +107,9 @@ void BM_MeanSquaredError(benchmark::State& state) {
 }
 void BM_ColumnSum(benchmark::State& state) {
   run_case(state, scaled_column_sum, kiln::randn({4096, 4096}));
+}
+void BM_ChannelVariance(benchmark::State& state) {
+  run_case(state, channel_variance, kiln::randn({64, 64, 32, 32}), kiln::randn({64, 1, 1}));
 }
 void BM_CrossEntropy(benchmark::State& state) {
   run_case(state, cross_entropy, kiln::randn({4096, 4096}), kiln::randint(0, 4096, {4096}));
@@ -183,6 +190,12 @@ BENCHMARK(BM_MeanSquaredError)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_ColumnSum)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_ChannelVariance)
     ->ArgName("compiled")
     ->Arg(0)
     ->Arg(1)

@@ -50,6 +50,10 @@ def scaled_column_sum(x):
     return (x * 2.0).sum(0)
 
 
+def channel_variance(x, mean):
+    return ((x - mean) * (x - mean)).mean((0, 2, 3))
+
+
 class Block(torch.nn.Module):
     """examples/gpt/model.cpp's block."""
 
@@ -125,6 +129,8 @@ def main():
         ("cross_entropy [4096, 4096]", cross_entropy, (big, target)),
         ("mean squared error 16M", mean_squared_error, (xc, yc)),
         ("(x*2).sum(0) [4096, 4096]", scaled_column_sum, (big,)),
+        ("channel variance [64, 64, 32, 32]", channel_variance,
+         (torch.randn(64, 64, 32, 32), torch.randn(64, 1, 1))),
     ]
     for name, fn, args in cases:
         eager = per_call(fn, *args, loop_seconds=0.5, repeats=5)

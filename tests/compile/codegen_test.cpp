@@ -364,11 +364,53 @@ TEST(Codegen, ReductionsOverMiddleDimsAreColumnsOfEachOuterIndex) {
   expect_close(s.nan_to_num(), s2.nan_to_num(), 1e-5);
   expect_close(mx.nan_to_num(), mx2.nan_to_num());
   expect_close(mn.nan_to_num(), mn2.nan_to_num());
-  // Dims that are not consecutive: the eager kernel.
-  auto gaps = [](const Tensor& x) { return (x * 2.0).sum({0, 2}); };
-  const Tensor z = randn({4, 6, 9});
-  EXPECT_EQ(extern_calls(compiler::explain(gaps, z)), 1);
-  expect_close(compile(gaps)(z), gaps(z), 1e-5);
+}
+
+TEST(Codegen, ReductionsOverDimsThatAreNotConsecutiveLoopInTheirOwnOrder) {
+  // Batch-norm statistics over [N, C, H, W]: rows of C, each folded in segments of H * W.
+  auto stats = [](const Tensor& x, const Tensor& shift) {
+    Tensor d = x - shift;
+    return std::make_tuple(d.sum({0, 2, 3}), (d * d).mean({0, 2, 3}, true));
+  };
+  const Tensor x = randn({6, 5, 9, 31}), shift = randn({5, 1, 1});
+  compiler::Explanation e = compiler::explain(stats, x, shift);
+  EXPECT_EQ(kernels_of(e), 2) << e;  // one per reduction, each with its producers
+  EXPECT_EQ(extern_calls(e), 0) << e;
+  auto [s, m] = compile(stats)(x, shift);
+  auto [s2, m2] = stats(x, shift);
+  expect_close(s, s2, 1e-4);
+  expect_close(m, m2, 1e-5);
+  // Kept dims after the last reduced one: columns of each kept outer index.
+  auto gaps = [](const Tensor& x) {
+    return std::make_tuple((x * 2.0).sum({0, 2}), amax(x, {1, 3}), amin(x, {0, 2}, true));
+  };
+  Tensor z = randn({4, 6, 9, 70}).transpose(1, 2);
+  z.index_put_({tensor({1}, TensorOptions(kInt64)), tensor({2}, TensorOptions(kInt64))}, NAN);
+  EXPECT_EQ(extern_calls(compiler::explain(gaps, z)), 0);
+  auto [gs, gmx, gmn] = compile(gaps)(z);
+  auto [gs2, gmx2, gmn2] = gaps(z);
+  ASSERT_EQ(gmn.sizes(), gmn2.sizes());
+  EXPECT_TRUE(equal(gs.isnan(), gs2.isnan()));
+  EXPECT_TRUE(equal(gmx.isnan(), gmx2.isnan()));
+  EXPECT_TRUE(equal(gmn.isnan(), gmn2.isnan()));
+  EXPECT_GT(gmx.isnan().sum().item<int64_t>(), 0);
+  expect_close(gs.nan_to_num(), gs2.nan_to_num(), 1e-4);
+  expect_close(gmx.nan_to_num(), gmx2.nan_to_num());
+  expect_close(gmn.nan_to_num(), gmn2.nan_to_num());
+  expect_sums_and_means_in_each_float_dtype(
+      [](const Tensor& x) {
+        return std::make_tuple((x * 0.5).sum({0, 2}), x.mean({0, 2}));
+      },
+      {20, 3, 50}, 0.2);
+  auto dynamic = compile(
+      [](const Tensor& x) {
+        return (x + 1.0).mean({0, 2});
+      },
+      CompileOptions().dynamic(true));
+  for (int64_t n : {2, 7, 40}) {
+    const Tensor y = randn({n, 3, n + 13});
+    expect_close(dynamic(y), (y + 1.0).mean({0, 2}), 1e-5);
+  }
 }
 
 TEST(Codegen, ReductionDtypesAndSizes) {

@@ -104,18 +104,25 @@ bool contains(const std::vector<int>& v, int x) {
 }
 
 struct Emitter {
+  Emitter(const Graph& graph, const FusedKernel& kernel, KernelSource& source)
+      : g(graph), k(kernel), ks(source) {}
+
   const Graph& g;
   const FusedKernel& k;
   KernelSource& ks;
   std::ostringstream os;
   std::map<int, int> buffer_of;   // value -> buffer index
+  SymShape shape;                 // the kernel's shape in loop order (RowReduction::order)
   std::vector<SymShape> strides;  // per buffer, over the coalesced dims
   SymShape sizes;                 // coalesced iteration shape: outer dims, then inner dims
   size_t inner_dims = 1;          // how many of `sizes` one row (the innermost loop) spans
-  std::vector<int> scalars;       // values held as scalars even in the vector loop
-  int anchor = -1;                // the row reduction's position in k.nodes
-  size_t kept_outer = 0;          // columns: how many of `sizes` the kept outer dims are
-  bool stores_in_pass = false;    // the one pass of a whole or column reduction stores too
+  // Rows of a sum, mean, max or min over several coalesced dims: the dims before the innermost
+  // one are segments of the row, looped over around the inner loop (inner_dims is then 1).
+  size_t segment_dims = 0;
+  std::vector<int> scalars;     // values held as scalars even in the vector loop
+  int anchor = -1;              // the row reduction's position in k.nodes
+  size_t kept_outer = 0;        // columns: how many of `sizes` the kept outer dims are
+  bool stores_in_pass = false;  // the one pass of a whole or column reduction stores too
 
   std::string param(const SymInt& s) {
     if (auto v = s.maybe_int()) return "int64_t{" + std::to_string(*v) + "}";
@@ -131,27 +138,30 @@ struct Emitter {
     return is_row_output(id) || (k.row && k.row->nll && k.row->nll->target == id);
   }
 
-  // Strides of buffer `id` over the kernel's full shape.
+  // Strides of buffer `id` over the kernel's full shape, in loop order.
   SymShape full_strides(int id, size_t split) {
     SymShape st;
     Value dense = g.values[id];
     if (is_per_row(id)) {  // dense over the kept dims (rows, or columns), in order
-      st.assign(k.sizes.size(), SymInt(0));
+      st.assign(shape.size(), SymInt(0));
       SymInt s = 1;
-      for (size_t d = k.sizes.size(); d-- > 0;) {
+      for (size_t d = shape.size(); d-- > 0;) {
         const bool reduced = k.row->columns
                                  ? d >= static_cast<size_t>(k.row->kept_outer_dims) && d < split
                                  : d >= split;
         if (reduced) continue;
-        st[d] = k.sizes[d].maybe_int() == 1 ? SymInt(0) : s;
-        s = s * k.sizes[d];
+        st[d] = shape[d].maybe_int() == 1 ? SymInt(0) : s;
+        s = s * shape[d];
       }
       return st;
     }
     if (contains(k.stores, id)) dense.strides = {};
     KILN_CHECK(strides_over(dense, k.sizes, st), "compile: internal error: value %", id,
                " does not broadcast to its kernel's shape");
-    return st;
+    if (!k.row || k.row->order.empty()) return st;
+    SymShape ordered;
+    for (int d : k.row->order) ordered.push_back(st[d]);
+    return ordered;
   }
 
   // Coalesces dims [begin, end) of the full shape into `sizes`/`strides`: size-1 dims go, and a
@@ -160,7 +170,7 @@ struct Emitter {
   size_t coalesce(const std::vector<SymShape>& full, size_t begin, size_t end) {
     const size_t before = sizes.size();
     for (size_t d = begin; d < end; ++d) {
-      const SymInt& n = k.sizes[d];
+      const SymInt& n = shape[d];
       if (n.maybe_int() == 1) continue;
       bool merge = sizes.size() > before;
       for (size_t b = 0; b < full.size() && merge; ++b)
@@ -186,7 +196,10 @@ struct Emitter {
         buffer_of[id] = static_cast<int>(ks.buffers.size());
         ks.buffers.push_back(id);
       }
-    const size_t rank = k.sizes.size();
+    shape = k.sizes;
+    if (k.row && !k.row->order.empty())
+      for (size_t d = 0; d < shape.size(); ++d) shape[d] = k.sizes[k.row->order[d]];
+    const size_t rank = shape.size();
     // The first dim after the reduced ones (columns), or the first reduced one (rows).
     const size_t split = !k.row           ? (rank > 0 ? rank - 1 : 0)
                          : k.row->columns ? k.row->kept_outer_dims + k.row->reduced_dims
@@ -204,16 +217,29 @@ struct Emitter {
     } else {
       coalesce(full, 0, split);
       inner_dims = coalesce(full, split, rank);
+      if (inner_dims > 1 && segmented()) {
+        segment_dims = inner_dims - 1;
+        inner_dims = 1;
+      }
     }
   }
+
+  // Whether the rows, over several dims, are folded (and stored) segment by segment: those of a
+  // sum, mean, max or min, whose statistic is one pass over the row.
+  bool segmented() const {
+    const RowKind kind = k.row->kind;
+    return !split_row() && (kind == RowKind::Sum || kind == RowKind::Mean || kind == RowKind::Max ||
+                            kind == RowKind::Min);
+  }
+  // The dims of `sizes` one row spans.
+  size_t row_dims() const { return inner_dims + segment_dims; }
 
   bool row_loop() const { return k.row || sizes.size() > 1; }
   // A sum, mean, max or min of every element: blocks of the one row go to the threads, each
   // block's statistic to a partial, and the partials are combined in block order after them,
   // so that the result does not depend on the number of threads.
   bool split_row() const {
-    return k.row && k.row->full_output < 0 &&
-           k.row->reduced_dims == static_cast<int>(k.sizes.size());
+    return k.row && k.row->full_output < 0 && k.row->reduced_dims == static_cast<int>(shape.size());
   }
   std::string split_fold() const {
     return k.row->kind == RowKind::Max ? "max" : k.row->kind == RowKind::Min ? "min" : "sum";
@@ -418,8 +444,9 @@ struct Emitter {
       return acc + " = " + f + cmp + acc + " ? " + f + " : " + acc + ";\n" + std::string(14, ' ') +
              "nan" + u + " |= " + f + " != " + f + ";\n";
     };
-    os << "    " << (sum ? "double" : T) << " " << result << " = " << init << ";\n    {\n"
-       << "      int64_t j = j0;\n";
+    os << "    " << (sum ? "double" : T) << " " << result << " = " << init << ";\n";
+    open_segments();
+    os << "    {\n      int64_t j = j0;\n";
     if (ks.vectorised) {
       os << "      fvec acc[4] = {splat(" << init << "), splat(" << init << "), splat(" << init
          << "), splat(" << init << ")};\n";
@@ -441,7 +468,7 @@ struct Emitter {
          << "      for (int u = 1; u < 4; ++u) {\n        " << fold_vec("acc[0]", "acc[u]")
          << (sum ? "" : "        nan[0] |= nan[u];\n") << "      }\n";
       if (sum)
-        os << "      " << result << " = hsum(acc[0]);\n";
+        os << "      " << result << " += hsum(acc[0]);\n";
       else
         os << "      for (int l = 0; l < kVec; ++l) {\n        if (acc[0][l]" << cmp << result
            << ") " << result << " = acc[0][l];\n        if (nan[0][l]) " << result
@@ -456,6 +483,25 @@ struct Emitter {
     else
       os << "        if (f != f || f" << cmp << result << ") " << result << " = f;\n";
     os << "      }\n    }\n";
+    close_segments();
+  }
+
+  // With segment_dims, what follows folds one segment of the row at a time, the buffers'
+  // offsets o<b> moved to the segment's start (shadowing the row's).
+  void open_segments() {
+    if (segment_dims == 0) return;
+    const size_t first = sizes.size() - row_dims();
+    os << "    {\n";
+    for (size_t b = 0; b < ks.buffers.size(); ++b)
+      os << "      const int64_t row_o" << b << " = o" << b << ";\n";
+    os << "      for (int64_t segment = 0; segment < " << size_of(first, first + segment_dims)
+       << "; ++segment) {\n        int64_t r = segment;\n";
+    for (size_t b = 0; b < ks.buffers.size(); ++b)
+      os << "        int64_t o" << b << " = row_o" << b << ";\n";
+    add_offsets(first, first + segment_dims, "        ");
+  }
+  void close_segments() {
+    if (segment_dims > 0) os << "      }\n    }\n";
   }
 
   // The passes computing the row's statistics, and its row outputs.
@@ -688,23 +734,25 @@ struct Emitter {
          << "]);\n  double* __restrict nll_weight = reinterpret_cast<double*>(c.b["
          << ks.buffers.size() + 1 << "]);\n";
     }
-    const size_t outer = sizes.size() - inner_dims;
+    const size_t outer = sizes.size() - row_dims();
     if (split_row()) return emit_split(name);
     if (k.row && k.row->columns) return emit_columns(name);
     if (!row_loop()) {
       os << "  {\n    const int64_t j0 = begin, j1 = end;\n";
       for (size_t b = 0; b < ks.buffers.size(); ++b) os << "    const int64_t o" << b << " = 0;\n";
     } else {
-      os << "  const int64_t n = " << inner_size() << ";\n";
+      os << "  const int64_t n = " << size_of(outer, sizes.size()) << ";\n";
       os << "  for (int64_t row = begin; row < end; ++row) {\n";
-      os << "    const int64_t j0 = 0, j1 = n;\n    int64_t r = row;\n";
+      os << "    const int64_t j0 = 0, j1 = " << (segment_dims ? inner_size() : "n")
+         << ";\n    int64_t r = row;\n";
       row_offsets(outer, "    ");
       if (k.row) statistics();
       if (k.row && k.row->nll) nll_gather();
     }
     // The last pass, over the elements: what the kernel stores in full shape.
     if (std::any_of(k.stores.begin(), k.stores.end(), [&](int id) { return !is_row_output(id); })) {
-      os << "    int64_t j = j0;\n";
+      open_segments();
+      os << "    {\n    int64_t j = j0;\n";
       if (ks.vectorised) {
         os << "    for (; j + kVec <= j1; j += kVec) {\n";
         body(true, "      ", true);
@@ -712,7 +760,8 @@ struct Emitter {
       }
       os << "    for (; j < j1; ++j) {\n";
       body(false, "      ", true);
-      os << "    }\n";
+      os << "    }\n    }\n";
+      close_segments();
     }
     for (int id : k.stores)
       if (is_row_output(id))
@@ -729,7 +778,7 @@ struct Emitter {
     if (!row_loop())
       os << "  rt->parallel_for(0, rows, 32768, " << name << ", const_cast<Context*>(&c));\n}\n";
     else
-      os << "  const int64_t n = " << inner_size() << ";\n"
+      os << "  const int64_t n = " << size_of(outer, sizes.size()) << ";\n"
          << "  rt->parallel_for(0, rows, n > 0 ? (32768 + n - 1) / n : 1, " << name
          << ", const_cast<Context*>(&c));\n}\n";
   }

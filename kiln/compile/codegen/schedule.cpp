@@ -136,9 +136,20 @@ bool row_reduction(const Graph& g, const Node& n, RowReduction& r, std::string& 
                  (r.kind == K::Sum || r.kind == K::Mean || r.kind == K::Max || r.kind == K::Min);
   for (size_t j = 0; j < dims.size() && columns; ++j)
     columns = dims[j] == dims[0] + static_cast<int64_t>(j);
-  if (!trailing && !columns) return why += "dims that are not consecutive)", false;
-  r.columns = columns;
+  const bool folds = r.kind == K::Sum || r.kind == K::Mean || r.kind == K::Max || r.kind == K::Min;
+  if (!trailing && !columns && (!folds || dims.empty() || dims.back() >= rank))  // 0-dim
+    return why += "dims that are not consecutive)", false;
   r.kept_outer_dims = columns ? static_cast<int>(dims[0]) : 0;
+  if (!trailing && !columns) {
+    auto reduced = [&](int64_t d) { return std::binary_search(dims.begin(), dims.end(), d); };
+    for (int64_t d = 0; d < dims.back(); ++d)
+      if (!reduced(d)) r.order.push_back(static_cast<int>(d));
+    r.kept_outer_dims = static_cast<int>(r.order.size());
+    for (int64_t d : dims) r.order.push_back(static_cast<int>(d));
+    for (int64_t d = dims.back() + 1; d < rank; ++d) r.order.push_back(static_cast<int>(d));
+    columns = dims.back() < rank - 1;
+  }
+  r.columns = columns;
   for (int64_t d : dims)
     if (x.sizes[d].maybe_int() == 0) return why += "empty rows)", false;
   for (size_t k = 0; k < n.outputs.size(); ++k) {
@@ -282,9 +293,10 @@ Schedule schedule(const Graph& g) {
         join = none;
       place(n, static_cast<int>(i), join, shape, nullptr).row = row;
       // A reduction of every element or over columns is known only when its kernel has
-      // read everything (cpp_codegen.cpp): nothing can follow it in its kernel.
+      // read everything (cpp_codegen.cpp), and one over dims that are not consecutive loops in
+      // its own order: nothing can follow them in their kernel.
       if ((row.reduced_dims == static_cast<int>(shape.size()) && row.full_output < 0) ||
-          row.columns)
+          row.columns || !row.order.empty())
         close(kernel_of[n.outputs[0]]);
       continue;
     }

@@ -28,6 +28,11 @@ struct RowReduction {
   // index of the kept outer dims, each computed by one thread in row order).
   bool columns = false;
   int kept_outer_dims = 0;
+  // The order the kernel loops over the dims of its shape when the reduced dims are not
+  // consecutive (empty: as they are): the kept dims before the last reduced one, the reduced
+  // dims, then the kept dims after it, so that the reduced dims are rows or columns in that
+  // order. Kept dims keep their relative order, so the results stay dense in loop order.
+  std::vector<int> order;
   double eps = 0;                // layer_norm, rms_norm
   int full_output = -1;          // the value with the kernel's shape it computes (softmax, norms)
   std::vector<int> row_outputs;  // values with one element per row (sum; mean, rstd)
