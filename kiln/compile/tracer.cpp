@@ -35,7 +35,6 @@ class Tracer::Mode final : public DispatchMode {
     if (op.dynamic_output)
       throw GraphBreak(op.name + " makes an output whose size depends on the input's values");
     Node node;
-    node.op = &op;
     node.attrs = attrs;
     node.grad_enabled = GradMode::is_enabled();
     for (size_t i = 0; i < attrs.size(); ++i)
@@ -47,6 +46,8 @@ class Tracer::Mode final : public DispatchMode {
     }
     t_.env_.set_origin(op.name);
     std::vector<Tensor> outs = run_meta(op, inputs, attrs);
+    node.op = op.is_inplace ? &t_.functional_form(op, inputs, attrs, outs) : &op;
+    t_.note_storage(inputs, outs);
     t_.env_.set_origin("user code after " + op.name);
     const int node_id = static_cast<int>(t_.graph_.nodes.size());
     // Autograd does not run in a capture (this mode sits above it), but the function may ask
@@ -103,6 +104,59 @@ int Tracer::value_of(const Tensor& t) {
   graph_.captured_tensors.push_back(t);
   ids_[t.impl()] = id;
   return id;
+}
+
+void Tracer::note_storage(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs) {
+  for (const Tensor& out : outs) {
+    const StorageImpl* s = out.impl()->storage().get();
+    bool is_input = false, shares = false;
+    for (const Tensor& in : inputs) {
+      if (!in.defined()) continue;
+      is_input = is_input || in.impl() == out.impl();
+      shares = shares || (in.impl() != out.impl() && in.impl()->storage().get() == s);
+    }
+    if (shares)
+      aliased_.insert(s);
+    else if (!is_input)
+      fresh_.insert(s);
+  }
+}
+
+namespace {
+
+bool same_layout(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.device() != b.device() || a.dim() != b.dim()) return false;
+  const SymShape &as = a.impl()->sym_sizes(), &bs = b.impl()->sym_sizes();
+  const SymShape &ast = a.impl()->sym_strides(), &bst = b.impl()->sym_strides();
+  for (size_t d = 0; d < as.size(); ++d) {
+    if (!as[d].same_as(bs[d])) return false;
+    if (as[d].maybe_int() != 1 && !ast[d].same_as(bst[d])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Functionalization: an in-place op on a tensor the function computed, which no view or other
+// tensor shares, is recorded as its out-of-place form (add for add_). Every later reader of the
+// tensor reads the new value, so the graph holds no mutation and its ops fuse. Mutations of
+// inputs, captured tensors and anything aliased stay in-place ops, replayed in order.
+const OpDef& Tracer::functional_form(const OpDef& op, const std::vector<Tensor>& inputs,
+                                     const Attrs& attrs, const std::vector<Tensor>& outs) {
+  if (outs.size() != 1 || inputs.empty() || !inputs[0].defined() ||
+      outs[0].impl() != inputs[0].impl() || !op.name.ends_with('_'))
+    return op;
+  const StorageImpl* s = inputs[0].impl()->storage().get();
+  if (!fresh_.contains(s) || aliased_.contains(s)) return op;
+  const OpDef* f = find_op(std::string_view(op.name).substr(0, op.name.size() - 1));
+  if (!f || f->is_inplace || f->is_view || f->is_random || f->dynamic_output) return op;
+  std::vector<Tensor> functional;
+  try {
+    functional = run_meta(*f, inputs, attrs);
+  } catch (const Error&) {  // another schema: keep the in-place op
+    return op;
+  }
+  return functional.size() == 1 && same_layout(functional[0], outs[0]) ? *f : op;
 }
 
 Graph Tracer::finish(const std::vector<Tensor>& outputs) {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kiln/compile/graph.h"
@@ -39,11 +40,17 @@ class Tracer {
  private:
   class Mode;
   int value_of(const Tensor& t);
+  void note_storage(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs);
+  const OpDef& functional_form(const OpDef& op, const std::vector<Tensor>& inputs,
+                               const Attrs& attrs, const std::vector<Tensor>& outs);
 
   ShapeEnv& env_;
   Graph graph_;
   std::unordered_map<const TensorImpl*, int> ids_;
   std::vector<Tensor> seen_;  // keeps every traced impl alive, so no address in ids_ is reused
+  // Storage of tensors the function computed (not views, not inputs), and storage that more
+  // than one tensor reads (a view's and its base's).
+  std::unordered_set<const StorageImpl*> fresh_, aliased_;
   std::shared_ptr<DispatchMode> mode_;
 };
 

@@ -62,6 +62,60 @@ TEST(Compile, GraphsThatMutateKeepTheirOps) {
   EXPECT_EQ(compiler::explain(fn, randn({4})).op_count, 5);  // sin, full, add_, sin, add
 }
 
+TEST(Compile, InPlaceOpsOnIntermediatesAreFunctionalized) {
+  // y is the function's own and nothing else reads its storage: add_ and relu_ are recorded as
+  // add and relu, and the chain is one kernel.
+  auto fn = [](const Tensor& x, const Tensor& b) {
+    Tensor y = x * 2.0;
+    y.add_(b);
+    y.relu_();
+    return y;
+  };
+  const Tensor x = randn({64, 33}), b = randn({33});
+  compiler::Explanation e = compiler::explain(fn, x, b);
+  EXPECT_EQ(e.graph.find("add_("), std::string::npos) << e;
+  EXPECT_EQ(e.graph.find("relu_("), std::string::npos) << e;
+  EXPECT_NE(e.graph.find("relu("), std::string::npos) << e;
+  EXPECT_NE(e.schedule.find("kernel 0 over [64, 33]: full mul add relu (2 loads, 1 stores)"),
+            std::string::npos)
+      << e;
+  expect_same(compile(fn)(x, b), fn(x, b));
+  expect_same(compile(fn, CompileOptions().backend("eager"))(x, b), fn(x, b));
+}
+
+TEST(Compile, InPlaceOpsThroughViewsOrChangingTheDtypeStayInPlace) {
+  // A view shares y's storage: mutating it changes y, so the op stays a mutation.
+  auto through_view = [](const Tensor& x) {
+    Tensor y = x * 2.0;
+    y.slice(1, 0, 3).mul_(10.0);
+    return y + 1.0;
+  };
+  const Tensor x = randn({6, 8});
+  EXPECT_NE(compiler::explain(through_view, x).graph.find("mul_("), std::string::npos);
+  expect_same(compile(through_view)(x), through_view(x));
+  // add_ keeps y float16 where add would promote to float32.
+  auto keeps_dtype = [](const Tensor& h, const Tensor& f) {
+    Tensor y = h * 2.0;
+    y.add_(f);
+    return y;
+  };
+  const Tensor h = randn({5, 7}).to(kFloat16), f = randn({5, 7});
+  EXPECT_NE(compiler::explain(keeps_dtype, h, f).graph.find("add_("), std::string::npos);
+  const Tensor got = compile(keeps_dtype)(h, f);
+  EXPECT_EQ(got.dtype(), kFloat16);
+  expect_same(got, keeps_dtype(h, f));
+  // A captured tensor (a module's buffer) is mutated at each call, as in eager.
+  Tensor counter = zeros({3});
+  auto bump = [&counter](const Tensor& x) {
+    counter.add_(1.0);
+    return x + counter;
+  };
+  auto compiled = compile(bump);
+  compiled(randn({3}));
+  expect_same(compiled(zeros({3})), full({3}, 2.0));
+  expect_same(counter, full({3}, 2.0));
+}
+
 TEST(Compile, LambdasTuplesAndVectors) {
   auto f = compile([](const Tensor& x, std::vector<Tensor> ys, int64_t k, double s) {
     Tensor total = x * s;
