@@ -289,6 +289,31 @@ TEST(Codegen, SumsFeedTheirConsumersInTheSameKernel) {
   expect_one_kernel([](const Tensor& x) { return x - x.amax(-1, true); }, randn({3, 17}));
 }
 
+TEST(Codegen, AGemmsEpilogueIsOnePassOverItsOutput) {
+  // Bias, activation and residual after an extern GEMM: one kernel reading the product once and
+  // storing the result once.
+  auto fn = [](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r) {
+    return gelu(x.matmul(w) + b) + r;
+  };
+  const Tensor x = randn({64, 96}), w = randn({96, 80}), b = randn({80}), r = randn({64, 80});
+  compiler::Explanation e = compiler::explain(fn, x, w, b, r);
+  EXPECT_EQ(extern_calls(e), 1) << e;  // mm
+  EXPECT_NE(e.schedule.find("kernel 0 over [64, 80]: add gelu add (3 loads, 1 stores)"),
+            std::string::npos)
+      << e;
+  expect_close(compile(fn)(x, w, b, r), fn(x, w, b, r), 1e-5);
+  // A linear layer over [B, T, C] (addmm with the bias, a view back to 3-d), then the residual
+  // and layer_norm: the view is metadata, and the epilogue one row kernel.
+  auto block = [](const Tensor& h, const Tensor& w, const Tensor& b, const Tensor& g) {
+    return layer_norm(h + linear(h, w, b), {32}, g);
+  };
+  const Tensor h = randn({4, 6, 32}), lw = randn({32, 32}), lb = randn({32}), g = randn({32});
+  compiler::Explanation eb = compiler::explain(block, h, lw, lb, g);
+  EXPECT_EQ(kernels_of(eb), 1) << eb;
+  EXPECT_NE(eb.schedule.find("add layer_norm (3 loads, 1 stores)"), std::string::npos) << eb;
+  expect_close(compile(block)(h, lw, lb, g), block(h, lw, lb, g), 1e-5);
+}
+
 TEST(Codegen, AttentionBlockPointwisePartsFuse) {
   // scores = q k^T (an extern GEMM); scale, mask and softmax in one kernel; the weighted sum
   // another GEMM.
