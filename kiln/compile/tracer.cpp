@@ -34,45 +34,10 @@ class Tracer::Mode final : public DispatchMode {
                        " draws random numbers, which a graph does not replay the same way");
     if (op.dynamic_output)
       throw GraphBreak(op.name + " makes an output whose size depends on the input's values");
-    Node node;
-    node.attrs = attrs;
-    node.grad_enabled = GradMode::is_enabled();
-    for (size_t i = 0; i < attrs.size(); ++i)
-      node.symbolic_attrs = node.symbolic_attrs || is_symbolic_attr(attrs[i]);
-    for (const Tensor& in : inputs) {
-      const int id = in.defined() ? t_.value_of(in) : -1;
-      if (id >= 0 && in.impl()->is_wrapped_number()) t_.graph_.values[id].wrapped_number = true;
-      node.inputs.push_back(id);
-    }
-    t_.env_.set_origin(op.name);
-    std::vector<Tensor> outs = run_meta(op, inputs, attrs);
-    node.op = op.is_inplace ? &t_.functional_form(op, inputs, attrs, outs) : &op;
-    t_.note_storage(inputs, outs);
-    t_.env_.set_origin("user code after " + op.name);
-    const int node_id = static_cast<int>(t_.graph_.nodes.size());
-    // Autograd does not run in a capture (this mode sits above it), but the function may ask
-    // requires_grad() of what it computed: answer as eager would.
-    const bool grad_flows = GradMode::is_enabled() && op.differentiable() &&
-                            std::any_of(inputs.begin(), inputs.end(), [](const Tensor& in) {
-                              return in.defined() && in.requires_grad();
-                            });
-    for (const Tensor& out : outs) {
-      const int id = t_.graph_.add_value(value_for(out, Value::Kind::NodeOutput, node_id));
-      node.outputs.push_back(id);
-      // An in-place op returns its input itself; a captured tensor stays readable after it.
-      const bool is_input = std::any_of(inputs.begin(), inputs.end(), [&](const Tensor& in) {
-        return in.defined() && in.impl() == out.impl();
-      });
-      if (!is_input) {
-        out.impl()->set_traced(true);
-        if (grad_flows && is_floating_point(out.dtype()))
-          out.impl()->ensure_autograd_meta().requires_grad = true;
-      }
-      t_.ids_[out.impl()] = id;
-      t_.seen_.push_back(out);
-    }
-    t_.graph_.nodes.push_back(std::move(node));
-    return outs;
+    for (const Tensor& in : inputs) t_.refresh(in);
+    if (op.is_inplace)
+      if (auto outs = t_.functionalize(op, inputs, attrs)) return *std::move(outs);
+    return t_.record(op, inputs, attrs);
   }
 
  private:
@@ -93,6 +58,49 @@ Tensor Tracer::add_input(SymShape sizes, SymShape strides, ScalarType dtype, Dev
   return t;
 }
 
+std::vector<Tensor> Tracer::record(const OpDef& op, const std::vector<Tensor>& inputs,
+                                   const Attrs& attrs) {
+  Node node;
+  node.op = &op;
+  node.attrs = attrs;
+  node.grad_enabled = GradMode::is_enabled();
+  for (size_t i = 0; i < attrs.size(); ++i)
+    node.symbolic_attrs = node.symbolic_attrs || is_symbolic_attr(attrs[i]);
+  for (const Tensor& in : inputs) {
+    const int id = in.defined() ? value_of(in) : -1;
+    if (id >= 0 && in.impl()->is_wrapped_number()) graph_.values[id].wrapped_number = true;
+    node.inputs.push_back(id);
+  }
+  env_.set_origin(op.name);
+  std::vector<Tensor> outs = run_meta(op, inputs, attrs);
+  note_storage(inputs, outs);
+  env_.set_origin("user code after " + op.name);
+  const int node_id = static_cast<int>(graph_.nodes.size());
+  // Autograd does not run in a capture (this mode sits above it), but the function may ask
+  // requires_grad() of what it computed: answer as eager would.
+  const bool grad_flows = GradMode::is_enabled() && op.differentiable() &&
+                          std::any_of(inputs.begin(), inputs.end(), [](const Tensor& in) {
+                            return in.defined() && in.requires_grad();
+                          });
+  for (const Tensor& out : outs) {
+    const int id = graph_.add_value(value_for(out, Value::Kind::NodeOutput, node_id));
+    node.outputs.push_back(id);
+    // An in-place op returns its input itself; a captured tensor stays readable after it.
+    const bool is_input = std::any_of(inputs.begin(), inputs.end(), [&](const Tensor& in) {
+      return in.defined() && in.impl() == out.impl();
+    });
+    if (!is_input) {
+      out.impl()->set_traced(true);
+      if (grad_flows && is_floating_point(out.dtype()))
+        out.impl()->ensure_autograd_meta().requires_grad = true;
+    }
+    ids_[out.impl()] = id;
+    seen_.push_back(out);
+  }
+  graph_.nodes.push_back(std::move(node));
+  return outs;
+}
+
 // A tensor the trace has not seen is one the function captured (a module's parameter or buffer,
 // a tensor from a closure): a graph input read at each call, not a constant.
 int Tracer::value_of(const Tensor& t) {
@@ -106,60 +114,8 @@ int Tracer::value_of(const Tensor& t) {
   return id;
 }
 
-void Tracer::note_storage(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs) {
-  for (const Tensor& out : outs) {
-    const StorageImpl* s = out.impl()->storage().get();
-    bool is_input = false, shares = false;
-    for (const Tensor& in : inputs) {
-      if (!in.defined()) continue;
-      is_input = is_input || in.impl() == out.impl();
-      shares = shares || (in.impl() != out.impl() && in.impl()->storage().get() == s);
-    }
-    if (shares)
-      aliased_.insert(s);
-    else if (!is_input)
-      fresh_.insert(s);
-  }
-}
-
-namespace {
-
-bool same_layout(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.device() != b.device() || a.dim() != b.dim()) return false;
-  const SymShape &as = a.impl()->sym_sizes(), &bs = b.impl()->sym_sizes();
-  const SymShape &ast = a.impl()->sym_strides(), &bst = b.impl()->sym_strides();
-  for (size_t d = 0; d < as.size(); ++d) {
-    if (!as[d].same_as(bs[d])) return false;
-    if (as[d].maybe_int() != 1 && !ast[d].same_as(bst[d])) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-// Functionalization: an in-place op on a tensor the function computed, which no view or other
-// tensor shares, is recorded as its out-of-place form (add for add_). Every later reader of the
-// tensor reads the new value, so the graph holds no mutation and its ops fuse. Mutations of
-// inputs, captured tensors and anything aliased stay in-place ops, replayed in order.
-const OpDef& Tracer::functional_form(const OpDef& op, const std::vector<Tensor>& inputs,
-                                     const Attrs& attrs, const std::vector<Tensor>& outs) {
-  if (outs.size() != 1 || inputs.empty() || !inputs[0].defined() ||
-      outs[0].impl() != inputs[0].impl() || !op.name.ends_with('_'))
-    return op;
-  const StorageImpl* s = inputs[0].impl()->storage().get();
-  if (!fresh_.contains(s) || aliased_.contains(s)) return op;
-  const OpDef* f = find_op(std::string_view(op.name).substr(0, op.name.size() - 1));
-  if (!f || f->is_inplace || f->is_view || f->is_random || f->dynamic_output) return op;
-  std::vector<Tensor> functional;
-  try {
-    functional = run_meta(*f, inputs, attrs);
-  } catch (const Error&) {  // another schema: keep the in-place op
-    return op;
-  }
-  return functional.size() == 1 && same_layout(functional[0], outs[0]) ? *f : op;
-}
-
 Graph Tracer::finish(const std::vector<Tensor>& outputs) {
+  for (const Tensor& t : outputs) refresh(t);
   for (const Tensor& t : outputs) graph_.outputs.push_back(t.defined() ? value_of(t) : -1);
   return std::move(graph_);
 }

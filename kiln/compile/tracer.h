@@ -2,9 +2,9 @@
 // Capture: runs a function under a dispatch mode that records every op call into a Graph while
 // the tensors are meta tensors with (possibly symbolic) sizes (ARCHITECTURE.md §7).
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "kiln/compile/graph.h"
@@ -40,17 +40,32 @@ class Tracer {
  private:
   class Mode;
   int value_of(const Tensor& t);
+  // Records a call of `op` as a node and returns its traced outputs.
+  std::vector<Tensor> record(const OpDef& op, const std::vector<Tensor>& inputs,
+                             const Attrs& attrs);
+
+  // Functionalization (functionalization.cpp).
   void note_storage(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs);
-  const OpDef& functional_form(const OpDef& op, const std::vector<Tensor>& inputs,
-                               const Attrs& attrs, const std::vector<Tensor>& outs);
+  void refresh(const Tensor& t);
+  std::optional<std::vector<Tensor>> functionalize(const OpDef& op,
+                                                   const std::vector<Tensor>& inputs,
+                                                   const Attrs& attrs);
+  Tensor record_content(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
 
   ShapeEnv& env_;
   Graph graph_;
   std::unordered_map<const TensorImpl*, int> ids_;
   std::vector<Tensor> seen_;  // keeps every traced impl alive, so no address in ids_ is reused
-  // Storage of tensors the function computed (not views, not inputs), and storage that more
-  // than one tensor reads (a view's and its base's).
-  std::unordered_set<const StorageImpl*> fresh_, aliased_;
+  // A storage the function computed: the tensor that made it (dense from offset 0, its value
+  // the storage's current content) and how many in-place changes it has had. A view of it
+  // whose version is behind is recomputed from the base before it is read.
+  struct Computed {
+    Tensor base;
+    uint64_t version = 0;
+    bool viewed = false;  // another tensor shares it
+  };
+  std::unordered_map<const StorageImpl*, Computed> storages_;
+  std::unordered_map<const TensorImpl*, uint64_t> view_versions_;
   std::shared_ptr<DispatchMode> mode_;
 };
 

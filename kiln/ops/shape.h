@@ -33,6 +33,9 @@ Tensor unsqueeze(const Tensor& self, int64_t dim);
 Tensor diagonal(const Tensor& self, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
 Tensor as_strided(const Tensor& self, SymIntList size, SymIntList stride,
                   std::optional<SymInt> storage_offset = std::nullopt);
+// A contiguous copy of self with the elements at the geometry replaced by src (not a view).
+Tensor as_strided_scatter(const Tensor& self, const Tensor& src, SymIntList size,
+                          SymIntList stride, SymInt storage_offset = 0);
 
 // ---- splitting (views of the input) ----
 // chunk(5 elements, 3) gives sizes 2, 2, 1; it can give fewer chunks than asked, as PyTorch.
