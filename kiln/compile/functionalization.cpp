@@ -6,9 +6,10 @@
 // One on a view records the out-of-place form on the view's value, then as_strided_scatter of
 // that into the base's value at the view's geometry; every view of the storage is then behind,
 // and is recomputed from the new base (as_strided at its geometry) before it is next read. An op
-// with no out-of-place form runs in place on a clone of what it changes. Arguments, captured
-// tensors and their views are not followed: changes to them stay in-place ops, replayed in order,
-// so that callers see them.
+// with no out-of-place form runs in place on a clone of what it changes. Arguments are followed
+// the same way, and a changed argument gets its final content back with one copy_ at the end of
+// the graph, so that callers see the change. Captured tensors (a module's buffers) are not
+// followed: changes to them stay in-place ops, replayed in order.
 #include <algorithm>
 
 #include "kiln/compile/tracer.h"
@@ -59,6 +60,35 @@ Attrs geometry_of(const Tensor& t) {
 }
 
 }  // namespace
+
+void Tracer::follow_argument(const Tensor& t, int id) {
+  if (!dense_from_zero(t)) return;
+  const StorageImpl* s = t.impl()->storage().get();
+  storages_.emplace(s, Computed{t, 0, false, id});
+  arguments_.push_back(s);
+}
+
+// Each argument the function changed functionally is copied its final content (in place: the
+// caller's tensor), which is then the base its views are recomputed from.
+void Tracer::write_back_arguments() {
+  static const OpDef& copy = get_op("copy_");
+  for (const StorageImpl* s : arguments_) {
+    Computed& c = storages_.at(s);
+    if (c.version == 0) continue;  // unchanged, or changed in place (no out-of-place value)
+    Node n;
+    n.op = &copy;
+    n.inputs = {c.argument, ids_.at(c.base.impl())};
+    n.grad_enabled = GradMode::is_enabled();
+    Value v = graph_.values[c.argument];
+    v.kind = Value::Kind::NodeOutput;
+    v.producer = static_cast<int>(graph_.nodes.size());
+    const int id = graph_.add_value(std::move(v));
+    n.outputs = {id};
+    graph_.nodes.push_back(std::move(n));
+    ids_[c.base.impl()] = id;
+    ++c.version;
+  }
+}
 
 void Tracer::note_storage(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs) {
   for (const Tensor& out : outs) {

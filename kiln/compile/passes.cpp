@@ -34,15 +34,20 @@ void keep_nodes(Graph& g, const std::vector<bool>& keep) {
 
 int eliminate_common_subexpressions(Graph& g) {
   // A merged value shared by two readers is wrong once either is mutated in place (directly or
-  // through a view), and aliasing is not tracked yet: graphs with mutations are left alone.
-  for (const Node& n : g.nodes)
-    if (n.op->is_inplace) return 0;
+  // through a view), and aliasing is not tracked here: graphs with in-place ops are left alone,
+  // unless those ops all come last (functionalization's copies back into changed arguments).
+  bool inplace_seen = false;
+  for (const Node& n : g.nodes) {
+    if (inplace_seen && !n.op->is_inplace) return 0;
+    inplace_seen = inplace_seen || n.op->is_inplace;
+  }
   using Key = std::tuple<const OpDef*, std::vector<int>, std::string>;
   std::map<Key, int> seen;  // key -> node index
   std::vector<bool> keep(g.nodes.size(), true);
   int merged = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& n = g.nodes[i];
+    if (n.op->is_inplace) continue;
     Key key{n.op, n.inputs, n.attrs.to_string()};
     auto [it, fresh] = seen.emplace(std::move(key), static_cast<int>(i));
     if (fresh) continue;

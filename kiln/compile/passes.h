@@ -10,7 +10,8 @@ struct PassStats {
   int removed = 0;  // nodes whose outputs were never read
 };
 
-// Merges nodes with the same op, inputs and attributes (not in graphs that mutate a tensor).
+// Merges nodes with the same op, inputs and attributes (not in graphs with in-place ops before
+// other ops).
 int eliminate_common_subexpressions(Graph& graph);
 // Drops nodes none of whose outputs reach a graph output or an in-place op.
 int eliminate_dead_code(Graph& graph);

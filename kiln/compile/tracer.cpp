@@ -55,6 +55,7 @@ Tensor Tracer::add_input(SymShape sizes, SymShape strides, ScalarType dtype, Dev
   graph_.inputs.push_back(id);
   ids_[t.impl()] = id;
   seen_.push_back(t);
+  follow_argument(t, id);
   return t;
 }
 
@@ -115,6 +116,7 @@ int Tracer::value_of(const Tensor& t) {
 }
 
 Graph Tracer::finish(const std::vector<Tensor>& outputs) {
+  write_back_arguments();
   for (const Tensor& t : outputs) refresh(t);
   for (const Tensor& t : outputs) graph_.outputs.push_back(t.defined() ? value_of(t) : -1);
   return std::move(graph_);

@@ -45,6 +45,8 @@ class Tracer {
                              const Attrs& attrs);
 
   // Functionalization (functionalization.cpp).
+  void follow_argument(const Tensor& t, int id);
+  void write_back_arguments();
   void note_storage(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs);
   void refresh(const Tensor& t);
   std::optional<std::vector<Tensor>> functionalize(const OpDef& op,
@@ -56,15 +58,18 @@ class Tracer {
   Graph graph_;
   std::unordered_map<const TensorImpl*, int> ids_;
   std::vector<Tensor> seen_;  // keeps every traced impl alive, so no address in ids_ is reused
-  // A storage the function computed: the tensor that made it (dense from offset 0, its value
-  // the storage's current content) and how many in-place changes it has had. A view of it
-  // whose version is behind is recomputed from the base before it is read.
+  // A storage the function computed or was given: the tensor that made it or the argument
+  // (dense from offset 0, its value the storage's current content) and how many in-place
+  // changes it has had. A view of it whose version is behind is recomputed from the base before
+  // it is read.
   struct Computed {
     Tensor base;
     uint64_t version = 0;
     bool viewed = false;  // another tensor shares it
+    int argument = -1;    // an argument's graph input, which gets the final content back
   };
   std::unordered_map<const StorageImpl*, Computed> storages_;
+  std::vector<const StorageImpl*> arguments_;  // followed arguments' storage, in order
   std::unordered_map<const TensorImpl*, uint64_t> view_versions_;
   std::shared_ptr<DispatchMode> mode_;
 };

@@ -49,8 +49,9 @@ TEST(Compile, CommonSubexpressionsAreMergedAndUnusedOpsDropped) {
   expect_same(compile(fn)(x), fn(x));
 }
 
-TEST(Compile, GraphsThatMutateKeepTheirOps) {
-  // The second sin reads x after add_: merging it with the first would be wrong.
+TEST(Compile, ChangedArgumentsGetTheirContentBackAtTheEnd) {
+  // add_ is recorded as add; the second sin reads its result; one copy_ at the end gives x its
+  // new content.
   auto fn = [](const Tensor& x) {
     Tensor a = x.sin();
     x.add_(1.0);
@@ -59,7 +60,10 @@ TEST(Compile, GraphsThatMutateKeepTheirOps) {
   Tensor x1 = randn({4}), x2 = x1.clone();
   expect_same(compile(fn)(x1), fn(x2));
   expect_same(x1, x2);
-  EXPECT_EQ(compiler::explain(fn, randn({4})).op_count, 5);  // sin, full, add_, sin, add
+  compiler::Explanation e = compiler::explain(fn, randn({4}));
+  EXPECT_EQ(e.op_count, 6) << e;  // sin, full, add, sin, add, copy_
+  EXPECT_EQ(e.graph.find("add_("), std::string::npos) << e;
+  EXPECT_NE(e.graph.find("copy_(%0, "), std::string::npos) << e;
 }
 
 TEST(Compile, InPlaceOpsOnIntermediatesAreFunctionalized) {
@@ -129,7 +133,7 @@ TEST(Compile, MutationsThroughViewsAreFunctionalized) {
               writes(x, zeros({6, 2})));
 }
 
-TEST(Compile, MutationsOfArgumentsOrChangingTheDtypeStayInPlace) {
+TEST(Compile, MutationsOfCapturedTensorsOrChangingTheDtypeStayInPlace) {
   // add_ keeps y float16 where add would promote to float32.
   auto keeps_dtype = [](const Tensor& h, const Tensor& f) {
     Tensor y = h * 2.0;
@@ -141,14 +145,18 @@ TEST(Compile, MutationsOfArgumentsOrChangingTheDtypeStayInPlace) {
   const Tensor got = compile(keeps_dtype)(h, f);
   EXPECT_EQ(got.dtype(), kFloat16);
   expect_same(got, keeps_dtype(h, f));
-  // A captured tensor (a module's buffer) is changed at each call, as in eager; so is a view of
-  // an argument.
+  // A captured tensor (a module's buffer) is changed in place at each call, as in eager; a view
+  // of an argument is written back into the argument, which is copied its content at the end.
   Tensor counter = zeros({3});
   auto bump = [&counter](const Tensor& x) {
     counter.add_(1.0);
     x.slice(0, 0, 1).mul_(2.0);
     return x + counter;
   };
+  compiler::Explanation e = compiler::explain(bump, ones({3}));
+  EXPECT_NE(e.graph.find("add_("), std::string::npos) << e;
+  EXPECT_NE(e.graph.find("as_strided_scatter("), std::string::npos) << e;
+  counter.zero_();
   auto compiled = compile(bump);
   Tensor x1 = ones({3});
   compiled(x1);
