@@ -131,12 +131,11 @@ bool row_reduction(const Graph& g, const Node& n, RowReduction& r, std::string& 
   bool trailing = !dims.empty() && rank > 0;
   for (size_t j = 0; j < dims.size() && trailing; ++j)
     trailing = dims[j] == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j);
-  // Otherwise consecutive dims with kept dims after them: columns.
-  bool columns = !trailing && !dims.empty() && dims.back() < rank - 1 &&
-                 (r.kind == K::Sum || r.kind == K::Mean || r.kind == K::Max || r.kind == K::Min);
+  // Otherwise consecutive dims with kept dims after them: columns (of a one-pass fold).
+  const bool folds = r.kind == K::Sum || r.kind == K::Mean || r.kind == K::Max || r.kind == K::Min;
+  bool columns = !trailing && !dims.empty() && dims.back() < rank - 1 && folds;
   for (size_t j = 0; j < dims.size() && columns; ++j)
     columns = dims[j] == dims[0] + static_cast<int64_t>(j);
-  const bool folds = r.kind == K::Sum || r.kind == K::Mean || r.kind == K::Max || r.kind == K::Min;
   if (!trailing && !columns && (!folds || dims.empty() || dims.back() >= rank))  // 0-dim
     return why += "dims that are not consecutive)", false;
   r.kept_outer_dims = columns ? static_cast<int>(dims[0]) : 0;
