@@ -69,7 +69,7 @@ void Tracer::follow_argument(const Tensor& t, int id) {
 }
 
 // Each argument the function changed functionally is copied its final content (in place: the
-// caller's tensor), which is then the base its views are recomputed from.
+// caller's tensor), which a returned argument then is.
 void Tracer::write_back_arguments() {
   static const OpDef& copy = get_op("copy_");
   for (const StorageImpl* s : arguments_) {
@@ -86,7 +86,6 @@ void Tracer::write_back_arguments() {
     n.outputs = {id};
     graph_.nodes.push_back(std::move(n));
     ids_[c.base.impl()] = id;
-    ++c.version;
   }
 }
 

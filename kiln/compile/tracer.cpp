@@ -116,8 +116,11 @@ int Tracer::value_of(const Tensor& t) {
 }
 
 Graph Tracer::finish(const std::vector<Tensor>& outputs) {
-  write_back_arguments();
+  // Returned views are recomputed from their base's final value before that is copied into a
+  // changed argument: as_strided's offset is absolute, and the caller's tensor may not start
+  // its storage (a returned view of a changed argument therefore does not alias it).
   for (const Tensor& t : outputs) refresh(t);
+  write_back_arguments();
   for (const Tensor& t : outputs) graph_.outputs.push_back(t.defined() ? value_of(t) : -1);
   return std::move(graph_);
 }

@@ -64,6 +64,19 @@ TEST(Compile, ChangedArgumentsGetTheirContentBackAtTheEnd) {
   EXPECT_EQ(e.op_count, 6) << e;  // sin, full, add, sin, add, copy_
   EXPECT_EQ(e.graph.find("add_("), std::string::npos) << e;
   EXPECT_NE(e.graph.find("copy_(%0, "), std::string::npos) << e;
+  // An argument that does not start its storage, changed through a view; a view of it returned.
+  auto through_view = [](const Tensor& x) {
+    x.slice(0, 1, 3).mul_(2.0);
+    return std::make_tuple(x.slice(0, 0, 2) * 1.0, x.slice(0, 2, 4), x);
+  };
+  Tensor big1 = randn({10}), big2 = big1.clone();
+  auto [a1, v1, r1] = compile(through_view)(big1.slice(0, 3, 7));
+  auto [a2, v2, r2] = through_view(big2.slice(0, 3, 7));
+  expect_same(big1, big2);
+  expect_same(a1, a2);
+  expect_same(v1, v2);
+  expect_same(r1, r2);
+  EXPECT_EQ(r1.data_ptr(), big1.slice(0, 3, 7).data_ptr());  // the argument itself
 }
 
 TEST(Compile, InPlaceOpsOnIntermediatesAreFunctionalized) {
