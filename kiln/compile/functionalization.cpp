@@ -18,13 +18,6 @@
 namespace kiln::compiler {
 namespace {
 
-bool same_sizes(const Tensor& a, const Tensor& b) {
-  const SymShape &as = a.impl()->sym_sizes(), &bs = b.impl()->sym_sizes();
-  return as.size() == bs.size() &&
-         std::equal(as.begin(), as.end(), bs.begin(),
-                    [](const SymInt& x, const SymInt& y) { return x.same_as(y); });
-}
-
 bool same_layout(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.device() != b.device() || a.dim() != b.dim()) return false;
   const SymShape &as = a.impl()->sym_sizes(), &bs = b.impl()->sym_sizes();
@@ -39,13 +32,7 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 // Dense from storage offset 0, so that a view's geometry addresses the base's elements.
 bool dense_from_zero(const Tensor& t) {
   const TensorImpl& i = *t.impl();
-  if (i.sym_storage_offset().maybe_int() != 0) return false;
-  SymInt expected = 1;
-  for (size_t d = i.sym_sizes().size(); d-- > 0;) {
-    if (i.sym_sizes()[d].maybe_int() != 1 && !i.sym_strides()[d].same_as(expected)) return false;
-    expected = expected * i.sym_sizes()[d];
-  }
-  return true;
+  return i.sym_storage_offset().maybe_int() == 0 && is_contiguous(i.sym_sizes(), i.sym_strides());
 }
 
 const OpDef* out_of_place_form(const OpDef& op) {
@@ -135,7 +122,7 @@ Tensor Tracer::record_content(const OpDef& op, const std::vector<Tensor>& inputs
     } catch (const Error&) {  // another schema: the clone below
     }
     if (check.size() == 1 && check[0].dtype() == inputs[0].dtype() &&
-        same_sizes(check[0], inputs[0]))
+        same_shape(check[0].impl()->sym_sizes(), inputs[0].impl()->sym_sizes()))
       return record(*f, inputs, attrs)[0];
   }
   static const OpDef& clone = get_op("clone");

@@ -1,10 +1,28 @@
 #include "kiln/compile/graph.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "kiln/ops/registry.h"
 
 namespace kiln::compiler {
+
+bool same_shape(const SymShape& a, const SymShape& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(),
+                    [](const SymInt& x, const SymInt& y) { return x.same_as(y); });
+}
+
+bool is_contiguous(const SymShape& sizes, const SymShape& strides) {
+  if (strides.empty()) return true;
+  if (strides.size() != sizes.size()) return false;
+  SymInt expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d].maybe_int() != 1 && !strides[d].same_as(expected)) return false;
+    expected = expected * sizes[d];
+  }
+  return true;
+}
 
 int Graph::add_value(Value v) {
   values.push_back(std::move(v));

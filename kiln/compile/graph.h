@@ -14,6 +14,12 @@ struct OpDef;
 
 namespace kiln::compiler {
 
+// Two symbolic shapes that are the same expressions, dim by dim (no guard recorded).
+bool same_shape(const SymShape& a, const SymShape& b);
+// Row-major strides of `sizes` agree with `strides` wherever they matter (size > 1); empty
+// strides are contiguous.
+bool is_contiguous(const SymShape& sizes, const SymShape& strides);
+
 struct Value {
   enum class Kind { Input, Captured, NodeOutput };
   Kind kind = Kind::NodeOutput;

@@ -226,11 +226,7 @@ struct Emitter {
 
   // Whether the rows, over several dims, are folded (and stored) segment by segment: those of a
   // sum, mean, max or min, whose statistic is one pass over the row.
-  bool segmented() const {
-    const RowKind kind = k.row->kind;
-    return !split_row() && (kind == RowKind::Sum || kind == RowKind::Mean || kind == RowKind::Max ||
-                            kind == RowKind::Min);
-  }
+  bool segmented() const { return !split_row() && k.row->is_fold(); }
   // The dims of `sizes` one row spans.
   size_t row_dims() const { return inner_dims + segment_dims; }
 

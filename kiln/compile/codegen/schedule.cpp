@@ -11,25 +11,6 @@ namespace {
 bool same(const SymInt& a, const SymInt& b) { return a.same_as(b); }
 bool is_one(const SymInt& s) { return s.maybe_int() == 1; }
 
-// Row-major strides of `sizes` agree with `strides` wherever they matter (size > 1).
-bool is_contiguous(const SymShape& sizes, const SymShape& strides) {
-  if (strides.empty()) return true;
-  if (strides.size() != sizes.size()) return false;
-  SymInt expected = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    if (!is_one(sizes[d]) && !same(strides[d], expected)) return false;
-    expected = expected * sizes[d];
-  }
-  return true;
-}
-
-bool same_shape(const SymShape& a, const SymShape& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t d = 0; d < a.size(); ++d)
-    if (!same(a[d], b[d])) return false;
-  return true;
-}
-
 Tensor meta_tensor(const Value& v) {
   Tensor t(std::make_shared<TensorImpl>(StorageImpl::meta(v.device), v.dtype, v.sizes,
                                         v.strides.empty() ? SymShape{} : v.strides, 0));
@@ -132,7 +113,7 @@ bool row_reduction(const Graph& g, const Node& n, RowReduction& r, std::string& 
   for (size_t j = 0; j < dims.size() && trailing; ++j)
     trailing = dims[j] == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(j);
   // Otherwise consecutive dims with kept dims after them: columns (of a one-pass fold).
-  const bool folds = r.kind == K::Sum || r.kind == K::Mean || r.kind == K::Max || r.kind == K::Min;
+  const bool folds = r.is_fold();
   bool columns = !trailing && !dims.empty() && dims.back() < rank - 1 && folds;
   for (size_t j = 0; j < dims.size() && columns; ++j)
     columns = dims[j] == dims[0] + static_cast<int64_t>(j);
@@ -154,9 +135,7 @@ bool row_reduction(const Graph& g, const Node& n, RowReduction& r, std::string& 
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     const Value& out = g.values[n.outputs[k]];
     if (!is_contiguous(out.sizes, out.strides)) return why += "a strided output)", false;
-    const bool full =
-        (r.kind != K::Sum && r.kind != K::Mean && r.kind != K::Max && r.kind != K::Min && k == 0);
-    if (full)
+    if (!r.is_fold() && k == 0)
       r.full_output = n.outputs[k];
     else
       r.row_outputs.push_back(n.outputs[k]);

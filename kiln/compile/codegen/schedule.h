@@ -21,6 +21,10 @@ namespace kiln::compiler {
 struct RowReduction {
   enum class Kind { Sum, Mean, Max, Min, Softmax, LogSoftmax, LayerNorm, RmsNorm };
   Kind kind = Kind::Sum;
+  // Sum, Mean, Max, Min: one statistic per row, folded in one pass (no full-shaped result).
+  bool is_fold() const {
+    return kind == Kind::Sum || kind == Kind::Mean || kind == Kind::Max || kind == Kind::Min;
+  }
   int node = -1;         // the graph node
   int reduced_dims = 0;  // trailing dims of the kernel's shape it reduces
   // Sum, Mean, Max, Min over dims [kept_outer_dims, kept_outer_dims + reduced_dims) instead,
