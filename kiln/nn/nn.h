@@ -1,6 +1,7 @@
 #pragma once
 // kiln::nn: modules, layers, initialisers and utilities (and F:: in kiln/nn/functional.h).
 #include "kiln/nn/init.h"
+#include "kiln/ops/nn/attention_backend.h"
 #include "kiln/nn/module.h"
 #include "kiln/nn/module_holder.h"
 #include "kiln/nn/modules/activation.h"

@@ -3,10 +3,14 @@
 // result and the attention probabilities (before dropout; fully masked rows are 0, as PyTorch's
 // math path gives). Dropout arrives as a precomputed noise tensor (0 or 1/(1-p)), so the entry
 // itself is deterministic.
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "kiln/ops/linalg/util.h"
 #include "kiln/ops/meta.h"
+#include "kiln/ops/nn/attention_backend.h"
+#include "kiln/ops/nn/attention_util.h"
 #include "kiln/ops/nn/util.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/samples.h"
@@ -15,10 +19,6 @@ namespace kiln {
 namespace {
 
 // inputs: query, key, value, attn_mask?, dropout_noise?; attrs: is_causal, scale?, enable_gqa.
-
-double resolve_scale(const Tensor& q, const Attrs& a) {
-  return a.is_none(1) ? 1.0 / std::sqrt(static_cast<double>(q.sym_size(-1).guard_int())) : a.f(1);
-}
 
 // a @ b for operands with the same batch dims, without the copy matmul makes of head-split
 // views (whose batch dims do not flatten into one stride): linalg::gemm_into multiplies them in
@@ -44,55 +44,19 @@ Tensor expand_heads(const Tensor& kv, const Tensor& q) {
 }
 
 std::vector<TensorSpec> sdpa_meta(const std::vector<Tensor>& in, const Attrs& a) {
-  const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3], &noise = in[4];
+  const Tensor &q = in[0], &noise = in[4];
   const char* op = "scaled_dot_product_attention";
-  KILN_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(), op,
-             ": expected query, key and value of the same rank >= 2, got ", q.sym_sizes(), ", ",
-             k.sym_sizes(), " and ", v.sym_sizes());
-  KILN_CHECK(q.is_floating_point() && k.dtype() == q.dtype() && v.dtype() == q.dtype(), op,
-             ": expected query, key and value of the same floating dtype, got ", q.dtype(), ", ",
-             k.dtype(), " and ", v.dtype());
-  KILN_CHECK(q.sym_size(-1) == k.sym_size(-1), op,
-             ": query and key must have the same embedding size, got ", q.sym_size(-1), " and ",
-             k.sym_size(-1));
-  KILN_CHECK(k.sym_size(-2) == v.sym_size(-2), op,
-             ": key and value must have the same sequence length, got ", k.sym_size(-2), " and ",
-             v.sym_size(-2));
-  for (int64_t d = 0; d < q.dim() - 2; ++d) {
-    const bool heads = d == q.dim() - 3;
-    if (heads && a.b(2) && k.sym_size(d) != q.sym_size(d)) {
-      KILN_CHECK(k.sym_size(d) == v.sym_size(d) && q.sym_size(d) % k.sym_size(d) == 0, op,
-                 ": with enable_gqa the number of query heads (", q.sym_size(d),
-                 ") must be a multiple of the number of key/value heads (", k.sym_size(d), ")");
-      continue;
-    }
-    KILN_CHECK(k.sym_size(d) == q.sym_size(d) && v.sym_size(d) == q.sym_size(d), op,
-               ": query, key and value must agree in their batch dims, got ", q.sym_sizes(), ", ",
-               k.sym_sizes(), " and ", v.sym_sizes(),
-               heads ? " (pass enable_gqa=true for fewer key/value heads)" : "");
-  }
-  SymShape probs = q.sym_sizes();
-  probs.back() = k.sym_size(-2);
-  if (mask.defined()) {
-    KILN_CHECK(!a.b(0), op,
-               ": Explicit attn_mask should not be set when is_causal=True (got a mask of shape ",
-               mask.sym_sizes(), ")");
-    KILN_CHECK(mask.dtype() == kBool || mask.dtype() == q.dtype(), op,
-               ": expected a bool mask or a mask of the query's dtype ", q.dtype(), ", got ",
-               mask.dtype());
-    meta::broadcast_shapes(op, {mask.sym_sizes(), probs});
-  }
+  const SymShape probs = attention::check_inputs(op, q, in[1], in[2], in[3], a);
   KILN_CHECK(!noise.defined() || noise.sym_sizes() == SymIntArrayRef(probs), op,
              ": expected dropout_noise of the attention's shape ", SymIntArrayRef(probs), ", got ",
              noise.sym_sizes());
-  SymShape out = q.sym_sizes();
-  out.back() = v.sym_size(-1);
-  return {meta::spec(out, q.dtype(), q.device()), meta::spec(probs, q.dtype(), q.device())};
+  return {meta::spec(attention::output_shape(q, in[2]), q.dtype(), q.device()),
+          meta::spec(probs, q.dtype(), q.device())};
 }
 
 // The masked, scaled scores' softmax; rows with no allowed key are 0.
 Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, const Attrs& a) {
-  Tensor scores = batched_product(q, k.transpose(-2, -1)) * resolve_scale(q, a);
+  Tensor scores = batched_product(q, k.transpose(-2, -1)) * attention::resolve_scale(q, a);
   if (a.b(0)) {
     const int64_t l = q.sym_size(-2).guard_int(), s = k.sym_size(-2).guard_int();
     Tensor allowed = ones({l, s}, TensorOptions(kBool)).tril();
@@ -126,7 +90,7 @@ std::vector<Tensor> sdpa_backward(const BackwardContext& c) {
   const Tensor &q = c.input(0), &noise = c.input(4);
   const Tensor k = expand_heads(c.input(1), q), v = expand_heads(c.input(2), q);
   const Tensor& p = c.output(1);
-  const double scale = resolve_scale(q, c.attrs);
+  const double scale = attention::resolve_scale(q, c.attrs);
   std::vector<Tensor> grads(5);
   Tensor dp = c.grad(1);
   if (c.grad(0).defined()) {
@@ -188,54 +152,10 @@ std::vector<OpSample> sdpa_samples(ScalarType dt) {
 }
 
 std::vector<Tensor> sdpa_reference(const std::vector<Tensor>& in, const Attrs& a) {
-  const Tensor &q = in[0], &k = in[1], &v = in[2];
-  const int64_t l = q.sym_size(-2).guard_int(), e = q.sym_size(-1).guard_int();
-  const int64_t s = k.sym_size(-2).guard_int(), ev = v.sym_size(-1).guard_int();
-  int64_t bq = 1;
-  for (int64_t d = 0; d < q.dim() - 2; ++d) bq *= q.sym_size(d).guard_int();
-  const int64_t hq = q.dim() >= 3 ? q.sym_size(-3).guard_int() : 1;
-  const int64_t hk = k.dim() >= 3 ? k.sym_size(-3).guard_int() : 1;
-  const double scale = resolve_scale(q, a);
-  const std::vector<double> qd = nn_util::to_doubles(q), kd = nn_util::to_doubles(k),
-                            vd = nn_util::to_doubles(v);
-  SymShape probs_shape = q.sym_sizes();
-  probs_shape.back() = k.sym_size(-2);
-  std::vector<double> mask, noise;
-  if (in[3].defined()) mask = nn_util::to_doubles(in[3].expand(probs_shape));
-  if (in[4].defined()) noise = nn_util::to_doubles(in[4].expand(probs_shape));
-  std::vector<double> out(bq * l * ev, 0.0), probs(bq * l * s, 0.0);
-  for (int64_t b = 0; b < bq; ++b) {
-    const int64_t bk = (b / hq) * hk + (b % hq) / (hq / hk);
-    for (int64_t i = 0; i < l; ++i) {
-      std::vector<double> sc(s);
-      double mx = -INFINITY;
-      for (int64_t j = 0; j < s; ++j) {
-        double dot = 0;
-        for (int64_t t = 0; t < e; ++t) dot += qd[(b * l + i) * e + t] * kd[(bk * s + j) * e + t];
-        sc[j] = dot * scale;
-        const size_t m = (b * l + i) * s + j;
-        if (a.b(0) && j > i) sc[j] = -INFINITY;
-        if (!mask.empty())
-          sc[j] = in[3].dtype() == kBool ? (mask[m] != 0 ? sc[j] : -INFINITY) : sc[j] + mask[m];
-        mx = std::max(mx, sc[j]);
-      }
-      if (mx == -INFINITY) continue;
-      double sum = 0;
-      for (int64_t j = 0; j < s; ++j) sum += std::exp(sc[j] - mx);
-      for (int64_t j = 0; j < s; ++j) {
-        const size_t m = (b * l + i) * s + j;
-        probs[m] = std::exp(sc[j] - mx) / sum;
-        const double pd = probs[m] * (noise.empty() ? 1.0 : noise[m]);
-        for (int64_t t = 0; t < ev; ++t)
-          out[(b * l + i) * ev + t] += pd * vd[(bk * s + j) * ev + t];
-      }
-    }
-  }
-  std::vector<int64_t> out_shape = nn_util::concrete_sizes(q);
-  out_shape.back() = ev;
-  return {nn_util::from_doubles(out, out_shape),
-          nn_util::from_doubles(probs, SymIntArrayRef(probs_shape).vec())};
+  attention::Reference r = attention::reference(in[0], in[1], in[2], in[3], in[4], a);
+  return {r.out, r.probs};
 }
+
 std::vector<OpErrorSample> sdpa_error_samples() {
   auto t = [](std::vector<int64_t> s, ScalarType dt = kFloat32) {
     return samples::make(std::move(s), dt);
@@ -302,22 +222,58 @@ KILN_REGISTER_OP(scaled_dot_product_attention)
     .dtypes(nn_util::kNNDtypes)
     .lowering("extern:scaled_dot_product_attention");
 
+namespace {
+
+using nn::attention::SDPBackend;
+
+// Why `b` cannot run these inputs on the CPU, or "" when it can.
+std::string unfit(SDPBackend b, const Tensor& q, const Tensor& mask, double dropout_p) {
+  if (b == SDPBackend::math) return "";
+  if (b != SDPBackend::flash_attention) return "not available on the CPU";
+  const ScalarType dt = q.dtype();
+  if (dropout_p > 0) return "dropout_p > 0 is not supported";
+  if (dt != kFloat32 && dt != kBFloat16 && dt != kFloat16 && dt != kFloat64)
+    return detail::str_cat("query of dtype ", dt, " is not supported");
+  if (mask.defined() && mask.dtype() != kBool && mask.dtype() != dt)
+    return detail::str_cat("attn_mask of dtype ", mask.dtype(), " is not supported");
+  return "";
+}
+
+}  // namespace
+
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, bool enable_gqa) {
-  static const OpDef& op = get_op("scaled_dot_product_attention");
   KILN_CHECK(dropout_p >= 0 && dropout_p <= 1,
              "scaled_dot_product_attention: dropout_p must be in [0, 1], got ", dropout_p);
-  Tensor noise;
-  if (dropout_p > 0) {
-    SymShape shape = query.sym_sizes();
-    shape.back() = key.sym_size(-2);
-    noise = dropout_p >= 1
-                ? zeros(shape, query.options())
-                : bernoulli(zeros(shape, query.options()), 1 - dropout_p) / (1 - dropout_p);
+  const Attrs attrs{is_causal, opt_attr(scale), enable_gqa};
+  const auto& enabled = nn::attention::enabled_backends();
+  for (SDPBackend b : enabled) {
+    if (!unfit(b, query, attn_mask, dropout_p).empty()) continue;
+    if (b == SDPBackend::flash_attention) {
+      static const OpDef& flash = get_op("_scaled_dot_product_flash_attention_for_cpu");
+      return call_op(flash, {query, key, value, attn_mask}, attrs)[0];
+    }
+    static const OpDef& math = get_op("scaled_dot_product_attention");
+    Tensor noise;
+    if (dropout_p > 0) {
+      SymShape shape = query.sym_sizes();
+      shape.back() = key.sym_size(-2);
+      noise = dropout_p >= 1
+                  ? zeros(shape, query.options())
+                  : bernoulli(zeros(shape, query.options()), 1 - dropout_p) / (1 - dropout_p);
+    }
+    return call_op(math, {query, key, value, attn_mask, noise}, attrs)[0];
   }
-  return call_op(op, {query, key, value, attn_mask, noise},
-                 {is_causal, opt_attr(scale), enable_gqa})[0];
+  std::string reasons;
+  for (SDPBackend b : {SDPBackend::flash_attention, SDPBackend::math}) {
+    const bool on = std::find(enabled.begin(), enabled.end(), b) != enabled.end();
+    reasons +=
+        detail::str_cat(reasons.empty() ? "" : "; ", nn::attention::backend_name(b), ": ",
+                        on ? unfit(b, query, attn_mask, dropout_p) : "not enabled by sdpa_kernel");
+  }
+  detail::throw_error(detail::str_cat(
+      "scaled_dot_product_attention: no enabled backend can run these inputs (", reasons, ")"));
 }
 
 }  // namespace kiln
