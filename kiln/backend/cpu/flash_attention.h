@@ -11,7 +11,7 @@ namespace kiln::cpu {
 
 // Query rows and keys per tile.
 constexpr int64_t kFlashQueryBlock = 64;
-constexpr int64_t kFlashKeyBlock = 64;
+constexpr int64_t kFlashKeyBlock = 128;
 
 // One attention problem over contiguous buffers of T (float or double). Query "rows" n run over
 // batch x heads; key/value heads are shared by heads / kv_heads consecutive query heads.
@@ -20,12 +20,14 @@ struct FlashAttention {
   int64_t batch = 1, heads = 1, kv_heads = 1;
   int64_t q_len = 0, kv_len = 0, head_dim = 0, value_dim = 0;
   T scale = 1;
-  bool causal = false;     // upper-left aligned: query i sees keys j <= i
-  const T* q = nullptr;    // [batch * heads, q_len, head_dim]
-  const T* k = nullptr;    // [batch * kv_heads, kv_len, head_dim]
-  const T* k_t = nullptr;  // k transposed: [batch * kv_heads, head_dim, kv_len]
+  bool causal = false;   // upper-left aligned: query i sees keys j <= i
+  const T* q = nullptr;  // [batch * heads, q_len, head_dim]
+  const T* k = nullptr;  // [batch * kv_heads, kv_len, head_dim]
+  // k and v transposed by blocks of kFlashKeyBlock keys, zero-padded:
+  // [batch * kv_heads, key_blocks(), head_dim or value_dim, kFlashKeyBlock].
+  const T* k_t = nullptr;
   const T* v = nullptr;    // [batch * kv_heads, kv_len, value_dim]
-  const T* v_t = nullptr;  // v transposed (the backward only): [.., value_dim, kv_len]
+  const T* v_t = nullptr;  // the backward only
   // An additive mask (-inf where masked), or null: element (n, i, j) is at
   // mask[mask_offset[n] + i * mask_row_stride + j * mask_col_stride].
   const T* mask = nullptr;
@@ -33,6 +35,7 @@ struct FlashAttention {
   int64_t mask_row_stride = 0, mask_col_stride = 0;
 
   int64_t rows() const { return batch * heads; }
+  int64_t key_blocks() const { return (kv_len + kFlashKeyBlock - 1) / kFlashKeyBlock; }
   int64_t kv_head_of(int64_t n) const {
     return (n / heads) * kv_heads + (n % heads) / (heads / kv_heads);
   }

@@ -20,6 +20,20 @@ constexpr const char* kBackward = "_scaled_dot_product_flash_attention_for_cpu_b
 
 int64_t size_of(const Tensor& t, int64_t d) { return t.sym_size(d).guard_int(); }
 
+// [..., S, D] as the kernel's key blocks [..., ceil(S / block), D, block] in the compute dtype,
+// zero-padded: each tile of K^T (or V^T) is then one dense D x block matrix.
+Tensor key_blocks(const Tensor& t) {
+  const int64_t s = size_of(t, -2), d = size_of(t, -1), block = cpu::kFlashKeyBlock;
+  const int64_t blocks = (s + block - 1) / block;
+  Tensor padded = constant_pad_nd(t, {0, 0, 0, blocks * block - s});
+  std::vector<int64_t> shape = nn_util::concrete_sizes(t);
+  shape.pop_back();
+  shape.back() = blocks;
+  shape.push_back(block);
+  shape.push_back(d);
+  return nn_util::as_compute(padded.reshape(shape).transpose(-2, -1));
+}
+
 // The kernel's view of the inputs: dense copies in the compute dtype (only where the input is
 // not one already) and the sizes of FlashAttention.
 struct Operands {
@@ -34,7 +48,7 @@ struct Operands {
            const Attrs& a, bool backward)
       : q(nn_util::as_compute(query)),
         k(nn_util::as_compute(key)),
-        k_t(nn_util::as_compute(key.transpose(-2, -1))),
+        k_t(key_blocks(key)),
         v(nn_util::as_compute(value)),
         q_len(size_of(query, -2)),
         kv_len(size_of(key, -2)),
@@ -42,7 +56,7 @@ struct Operands {
         value_dim(size_of(value, -1)),
         scale(attention::resolve_scale(query, a)),
         causal(a.b(0)) {
-    if (backward) v_t = nn_util::as_compute(value.transpose(-2, -1));
+    if (backward) v_t = key_blocks(value);
     if (query.dim() >= 3) {
       heads = size_of(query, -3);
       kv_heads = size_of(key, -3);
@@ -226,17 +240,18 @@ std::vector<OpErrorSample> forward_error_samples() {
 
 std::vector<TensorSpec> backward_meta(const std::vector<Tensor>& in, const Attrs& a) {
   const Tensor &go = in[0], &q = in[2], &k = in[3], &v = in[4], &mask = in[7];
-  const SymShape probs = attention::check_inputs(kBackward, q, k, v, mask, a);
+  const char* op = kBackward;
+  const SymShape probs = attention::check_inputs(op, q, k, v, mask, a);
   const SymShape out = attention::output_shape(q, v);
-  KILN_CHECK(go.sym_sizes() == SymIntArrayRef(out) && in[5].sym_sizes() == SymIntArrayRef(out),
-             kBackward, ": expected grad_out and out of the output's shape ", SymIntArrayRef(out),
-             ", got ", go.sym_sizes(), " and ", in[5].sym_sizes());
+  KILN_CHECK(go.sym_sizes() == SymIntArrayRef(out) && in[5].sym_sizes() == SymIntArrayRef(out), op,
+             ": expected grad_out and out of the output's shape ", SymIntArrayRef(out), ", got ",
+             go.sym_sizes(), " and ", in[5].sym_sizes());
   const SymShape lse = lse_shape(q);
   KILN_CHECK(in[6].sym_sizes() == SymIntArrayRef(lse) &&
                  (!in[1].defined() || in[1].sym_sizes() == SymIntArrayRef(lse)),
-             kBackward, ": expected logsumexp (and its gradient) of shape ", SymIntArrayRef(lse),
-             ", got ", in[6].sym_sizes());
-  KILN_CHECK(!a.b(3) || (mask.defined() && mask.is_floating_point()), kBackward,
+             op, ": expected logsumexp (and its gradient) of shape ", SymIntArrayRef(lse), ", got ",
+             in[6].sym_sizes());
+  KILN_CHECK(!a.b(3) || (mask.defined() && mask.is_floating_point()), op,
              ": mask_grad needs a floating attn_mask");
   const SymShape scores = a.b(3) ? probs : SymShape{SymInt(0)};
   return {meta::spec(q.sym_sizes(), q.dtype(), q.device()),
