@@ -181,6 +181,35 @@ TEST_F(IsaLevel, ReductionsAndSoftmaxAgreeAtEveryLevel) {
   }
 }
 
+// The flash attention kernel in float32 at every level against the float64 math backend: tiles
+// with column tails (masked loads and stores), causal diagonals, a bool mask, and the backward.
+TEST_F(IsaLevel, FlashAttentionAgreesAtEveryLevel) {
+  manual_seed(9);
+  const Tensor q = randn({2, 2, 77, 24}), k = randn({2, 2, 141, 24}), v = randn({2, 2, 141, 20});
+  const Tensor mask = rand({77, 141}) > 0.2;
+  for (bool causal : {false, true}) {
+    const Tensor m = causal ? Tensor() : mask;
+    Tensor ref, ref_dq;
+    {
+      nn::attention::sdpa_kernel math({nn::attention::SDPBackend::math});
+      Tensor qd = q.to(kFloat64).requires_grad_();
+      ref = scaled_dot_product_attention(qd, k.to(kFloat64), v.to(kFloat64), m, 0, causal);
+      ref.sum().backward();
+      ref_dq = qd.grad();
+    }
+    for (CpuCapability l : supported_levels()) {
+      cpu::set_cpu_capability(l);
+      SCOPED_TRACE(std::string(cpu::to_string(l)) + (causal ? " causal" : " masked"));
+      nn::attention::sdpa_kernel flash({nn::attention::SDPBackend::flash_attention});
+      Tensor qf = q.clone().requires_grad_();
+      const Tensor out = scaled_dot_product_attention(qf, k, v, m, 0, causal);
+      out.sum().backward();
+      EXPECT_TRUE(out.to(kFloat64).allclose(ref, 1e-4, 1e-5));
+      EXPECT_TRUE(qf.grad().to(kFloat64).allclose(ref_dq, 1e-3, 1e-4));
+    }
+  }
+}
+
 // The register-blocked float32 kernel (small_gemm.h), called directly (matmul takes it only where
 // OpenBLAS lacks vector kernels): every block shape and the column tail, a strided A, alpha and
 // beta, against a double-precision loop, at every level.
@@ -193,15 +222,35 @@ TEST_F(IsaLevel, SmallGemmMatchesADoubleLoopAtEveryLevel) {
     for (CpuCapability l : supported_levels()) {
       cpu::set_cpu_capability(l);
       Tensor c = c0.clone();
-      const cpu::SmallGemm g{m, n, k, a.data_ptr<float>(), a.stride(0), a.stride(1),
-                             b.data_ptr<float>(), n, c.data_ptr<float>(), n, 0.5f, 2.0f};
+      const cpu::SmallGemm g{m,
+                             n,
+                             k,
+                             a.data_ptr<float>(),
+                             a.stride(0),
+                             a.stride(1),
+                             b.data_ptr<float>(),
+                             n,
+                             c.data_ptr<float>(),
+                             n,
+                             0.5f,
+                             2.0f};
       cpu::small_sgemm_rows(g, 0, m);
       EXPECT_TRUE(c.to(kFloat64).allclose(expected, 1e-5, 1e-5))
           << cpu::to_string(l) << " m=" << m << " n=" << n << " k=" << k;
       // beta 0 ignores C, NaN included.
       Tensor nan_c = full({m, n}, std::numeric_limits<float>::quiet_NaN());
-      const cpu::SmallGemm g0{m, n, k, a.data_ptr<float>(), a.stride(0), a.stride(1),
-                              b.data_ptr<float>(), n, nan_c.data_ptr<float>(), n, 1.0f, 0.0f};
+      const cpu::SmallGemm g0{m,
+                              n,
+                              k,
+                              a.data_ptr<float>(),
+                              a.stride(0),
+                              a.stride(1),
+                              b.data_ptr<float>(),
+                              n,
+                              nan_c.data_ptr<float>(),
+                              n,
+                              1.0f,
+                              0.0f};
       cpu::small_sgemm_rows(g0, 0, m);
       EXPECT_TRUE(nan_c.to(kFloat64).allclose(a.to(kFloat64).matmul(b.to(kFloat64)), 1e-5, 1e-5))
           << cpu::to_string(l);
