@@ -63,18 +63,4 @@ template <class T>
 void flash_attention_backward(const FlashAttention<T>& p, const Rows<const T>& out, const T* lse,
                               const FlashGradients<T>& g);
 
-// A product of tiles: C (m x n, leading dimension ldc) = alpha A B + beta C, A(i, p) at
-// a[i * a_row + p * a_col], B(p, j) at b[p * ldb + j].
-template <class T>
-struct Tile {
-  int64_t m, n, k;
-  const T* a;
-  int64_t a_row, a_col;
-  const T* b;
-  int64_t ldb;
-  T* c;
-  int64_t ldc;
-  T alpha, beta;
-};
-
 }  // namespace kiln::cpu
