@@ -2,6 +2,7 @@
 // kiln::nn: modules, layers, initialisers and utilities (and F:: in kiln/nn/functional.h).
 #include "kiln/nn/init.h"
 #include "kiln/ops/nn/attention_backend.h"
+#include "kiln/ops/nn/flex/flex_attention.h"
 #include "kiln/nn/module.h"
 #include "kiln/nn/module_holder.h"
 #include "kiln/nn/modules/activation.h"

@@ -25,6 +25,26 @@ struct Rows {
   explicit operator bool() const { return data != nullptr; }
 };
 
+// Changes to the tiles of scaled scores, for FlexAttention (kiln/ops/nn/flex): which tiles show
+// any key, and the scores' new values in a tile.
+template <class T>
+class TileMod {
+ public:
+  enum Visible { kNone, kSome, kAll };
+  virtual ~TileMod() = default;
+  // Whether queries i0.. (m) of head n see none, some or all of keys j0.. (nb).
+  virtual Visible visible(int64_t n, int64_t i0, int64_t m, int64_t j0, int64_t nb) const = 0;
+  // scores (m x nb) become their modified values, -inf where a key is hidden (unless
+  // all_visible); with `derivative`, d(modified) / d(score) is written there.
+  virtual void apply(int64_t n, int64_t i0, int64_t m, int64_t j0, int64_t nb, bool all_visible,
+                     T* scores, T* derivative) const = 0;
+  // The backward's gradient of the modified scores of a tile (before the chain through
+  // `derivative`), for gradients to what the modification reads; `slot` (the key/value head) is
+  // owned by the calling thread.
+  virtual void accumulate(int64_t n, int64_t i0, int64_t m, int64_t j0, int64_t nb,
+                          const T* grad_scores, int64_t slot) const = 0;
+};
+
 // One attention problem over T (float or double). Query heads n run over batch x heads;
 // key/value heads are shared by heads / kv_heads consecutive query heads.
 template <class T>
@@ -38,6 +58,7 @@ struct FlashAttention {
   // mask_col_stride].
   Rows<const T> mask;
   int64_t mask_col_stride = 0;
+  const TileMod<T>* mod = nullptr;  // applied after the mask
 
   int64_t rows() const { return batch * heads; }
   int64_t kv_head_of(int64_t n) const {

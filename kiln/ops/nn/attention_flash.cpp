@@ -5,8 +5,8 @@
 // and in double for float64.
 #include <cmath>
 
-#include "kiln/backend/cpu/flash_attention.h"
 #include "kiln/ops/meta.h"
+#include "kiln/ops/nn/attention_kernels.h"
 #include "kiln/ops/nn/attention_util.h"
 #include "kiln/ops/nn/util.h"
 #include "kiln/ops/ops.h"
@@ -17,101 +17,6 @@ namespace {
 
 constexpr const char* kForward = "_scaled_dot_product_flash_attention_for_cpu";
 constexpr const char* kBackward = "_scaled_dot_product_flash_attention_for_cpu_backward";
-
-int64_t size_of(const Tensor& t, int64_t d) { return t.sym_size(d).guard_int(); }
-
-ScalarType compute_dtype(const Tensor& t) { return t.dtype() == kFloat64 ? kFloat64 : kFloat32; }
-
-// t itself where it is in the compute dtype with a dense last dim (the kernels take any other
-// strides), else a dense copy.
-Tensor with_dense_rows(const Tensor& t) {
-  if (t.dtype() == compute_dtype(t) && (t.stride(-1) == 1 || size_of(t, -1) <= 1)) return t;
-  return nn_util::as_compute(t);
-}
-
-// The rows of t (of T, dense last dim): one offset per index of its leading dims, flattened.
-template <class T>
-cpu::Rows<T> rows_of(const Tensor& t) {
-  cpu::Rows<T> r;
-  r.data = t.data_ptr<std::remove_const_t<T>>();
-  const int64_t nd = t.dim();
-  r.row_stride = nd >= 2 ? t.stride(nd - 2) : 0;
-  int64_t count = 1;
-  for (int64_t d = 0; d < nd - 2; ++d) count *= size_of(t, d);
-  r.offset.assign(count, 0);
-  for (int64_t n = 0; n < count; ++n)
-    for (int64_t d = nd - 3, rest = n; d >= 0; --d) {
-      r.offset[n] += rest % size_of(t, d) * t.stride(d);
-      rest /= size_of(t, d);
-    }
-  return r;
-}
-
-// A result computed into `out` directly where it is in the compute dtype, else into a buffer.
-Tensor compute_buffer(const Tensor& out) {
-  if (out.dtype() == compute_dtype(out) && (out.dim() == 0 || out.stride(-1) == 1)) return out;
-  return empty(out.sym_sizes(), TensorOptions(compute_dtype(out)));
-}
-
-// The kernel's view of the inputs: q, k and v with dense rows in the compute dtype, the mask as
-// additive values expanded (without a copy) to the weights' shape, and the sizes.
-struct Operands {
-  Tensor q, k, v, mask;
-  int64_t batch = 1, heads = 1, kv_heads = 1, q_len, kv_len, head_dim, value_dim;
-  double scale;
-  bool causal;
-
-  Operands(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask,
-           const Attrs& a)
-      : q(with_dense_rows(query)),
-        k(with_dense_rows(key)),
-        v(with_dense_rows(value)),
-        q_len(size_of(query, -2)),
-        kv_len(size_of(key, -2)),
-        head_dim(size_of(query, -1)),
-        value_dim(size_of(value, -1)),
-        scale(attention::resolve_scale(query, a)),
-        causal(a.b(0)) {
-    if (query.dim() >= 3) {
-      heads = size_of(query, -3);
-      kv_heads = size_of(key, -3);
-    }
-    int64_t rows = 1;
-    for (int64_t d = 0; d < query.dim() - 2; ++d) rows *= size_of(query, d);
-    batch = heads == 0 ? 0 : rows / heads;
-    if (attn_mask.defined()) {
-      const Tensor additive = attn_mask.dtype() == kBool
-                                  ? full(attn_mask.sym_sizes(), -INFINITY, TensorOptions(q.dtype()))
-                                        .masked_fill(attn_mask, 0)
-                                  : nn_util::as_compute(attn_mask);
-      std::vector<int64_t> shape = nn_util::concrete_sizes(query);
-      shape.back() = kv_len;
-      mask = additive.expand(shape);
-    }
-  }
-
-  template <class T>
-  cpu::FlashAttention<T> problem() const {
-    cpu::FlashAttention<T> p;
-    p.batch = batch;
-    p.heads = heads;
-    p.kv_heads = kv_heads;
-    p.q_len = q_len;
-    p.kv_len = kv_len;
-    p.head_dim = head_dim;
-    p.value_dim = value_dim;
-    p.scale = static_cast<T>(scale);
-    p.causal = causal;
-    p.q = rows_of<const T>(q);
-    p.k = rows_of<const T>(k);
-    p.v = rows_of<const T>(v);
-    if (mask.defined()) {
-      p.mask = rows_of<const T>(mask);
-      p.mask_col_stride = mask.stride(-1);
-    }
-    return p;
-  }
-};
 
 SymShape lse_shape(const Tensor& q) {
   SymShape s = q.sym_sizes();
@@ -125,17 +30,11 @@ std::vector<TensorSpec> forward_meta(const std::vector<Tensor>& in, const Attrs&
   const Tensor& q = in[0];
   attention::check_inputs(kForward, q, in[1], in[2], in[3], a);
   return {meta::spec(attention::output_shape(q, in[2]), q.dtype(), q.device()),
-          meta::spec(lse_shape(q), compute_dtype(q), q.device())};
+          meta::spec(lse_shape(q), attention::compute_dtype(q), q.device())};
 }
 
 void forward_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-  const Operands o(in[0], in[1], in[2], in[3], a);
-  nn_util::visit_compute(in[0].dtype(), kForward, [&](auto tag) {
-    using T = decltype(tag);
-    const Tensor result = compute_buffer(out[0]);
-    cpu::flash_attention_forward(o.problem<T>(), rows_of<T>(result), out[1].data_ptr<T>());
-    nn_util::store(out[0], result);
-  });
+  attention::flash_forward(in[0], in[1], in[2], in[3], a, out, kForward, attention::no_mod);
 }
 
 std::vector<Tensor> forward_backward(const BackwardContext& c) {
@@ -251,21 +150,7 @@ std::vector<TensorSpec> backward_meta(const std::vector<Tensor>& in, const Attrs
 }
 
 void backward_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-  const Operands o(in[2], in[3], in[4], in[7], a);
-  const Tensor grad_out = with_dense_rows(in[0]), result = with_dense_rows(in[5]);
-  const Tensor lse = nn_util::as_compute(in[6]);
-  const Tensor grad_lse = in[1].defined() ? nn_util::as_compute(in[1]) : Tensor();
-  nn_util::visit_compute(in[2].dtype(), kBackward, [&](auto tag) {
-    using T = decltype(tag);
-    std::vector<Tensor> buffers;
-    for (const Tensor& t : out) buffers.push_back(compute_buffer(t));
-    cpu::FlashGradients<T> g{
-        rows_of<const T>(grad_out), grad_lse.defined() ? grad_lse.data_ptr<T>() : nullptr,
-        rows_of<T>(buffers[0]),     rows_of<T>(buffers[1]),
-        rows_of<T>(buffers[2]),     a.b(3) ? buffers[3].data_ptr<T>() : nullptr};
-    cpu::flash_attention_backward(o.problem<T>(), rows_of<const T>(result), lse.data_ptr<T>(), g);
-    for (size_t i = 0; i < out.size(); ++i) nn_util::store(out[i], buffers[i]);
-  });
+  attention::flash_backward(in, in[7], a, a.b(3), out, kBackward, attention::no_mod);
 }
 
 std::vector<OpSample> backward_samples(ScalarType dt) {
