@@ -5,7 +5,10 @@
 // prints a few of them. With --text FILE it trains a character-level language model on any text
 // file instead and prints samples.
 //
-//   demo [--steps N] [--digits D] [--text FILE] [--checkpoint PATH] [--resume] [--seed S]
+//   demo [--steps N] [--digits D] [--text FILE] [--checkpoint PATH] [--resume] [--seed S] [--flex]
+//
+// --flex runs the causal attention through flex_attention and a causal block mask instead of
+// scaled_dot_product_attention.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -32,6 +35,7 @@ struct Args {
   std::string checkpoint = "gpt_demo.safetensors";
   bool resume = false;
   uint64_t seed = 1337;
+  bool flex = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -53,6 +57,8 @@ Args parse(int argc, char** argv) {
       a.resume = true;
     else if (!std::strcmp(argv[i], "--seed"))
       a.seed = std::stoull(next());
+    else if (!std::strcmp(argv[i], "--flex"))
+      a.flex = true;
     else
       KILN_FAIL("demo: unknown argument '", argv[i], "' (see the comment at the top of demo.cpp)");
   }
@@ -95,6 +101,7 @@ int run_addition(const Args& args) {
   gpt::Config config;
   config.vocab_size = task.vocab_size();
   config.block_size = task.sequence_length();
+  config.flex = args.flex;
   gpt::GPT model(config);
   optim::AdamW opt(model->parameters(), optim::AdamWOptions(3e-3).weight_decay(0.01));
   int64_t first = 0;
@@ -138,6 +145,7 @@ int run_text(const Args& args) {
   config.block_size = 64;
   config.n_layer = 4;
   config.n_embd = 128;
+  config.flex = args.flex;
   gpt::GPT model(config);
   optim::AdamW opt(model->parameters(), optim::AdamWOptions(1e-3).weight_decay(0.1));
   int64_t first = 0;

@@ -5,7 +5,7 @@ namespace gpt {
 using namespace kiln;
 namespace F = kiln::nn::functional;
 
-BlockImpl::BlockImpl(const Config& c) : n_head(c.n_head) {
+BlockImpl::BlockImpl(const Config& c) : n_head(c.n_head), flex(c.flex) {
   const int64_t d = c.n_embd;
   ln1 = register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({d})));
   qkv = register_module("qkv", nn::Linear(d, 3 * d));
@@ -20,8 +20,14 @@ Tensor BlockImpl::forward(const Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   auto heads = [&](const Tensor& t) { return t.view({B, T, n_head, C / n_head}).transpose(1, 2); };
   std::vector<Tensor> parts = qkv(ln1(x)).split(C, -1);
-  Tensor y = F::scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), {},
-                                             0.0, /*is_causal=*/true);
+  const Tensor q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
+  Tensor y;
+  if (flex) {
+    auto causal = [](flex::Expr, flex::Expr, flex::Expr qi, flex::Expr kvi) { return qi >= kvi; };
+    y = flex_attention(q, k, v, {}, create_block_mask(causal, std::nullopt, std::nullopt, T, T));
+  } else {
+    y = F::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  }
   Tensor h = x + drop(proj(y.transpose(1, 2).reshape({B, T, C})));
   return h + drop(fc_out(F::gelu(fc(ln2(h)))));
 }

@@ -17,6 +17,7 @@ struct Config {
   int64_t n_head = 4;
   int64_t n_embd = 64;
   double dropout = 0.0;
+  bool flex = false;  // causal attention through flex_attention and a block mask, not sdpa
 };
 
 struct BlockImpl : kiln::nn::Module {
@@ -24,6 +25,7 @@ struct BlockImpl : kiln::nn::Module {
   kiln::Tensor forward(const kiln::Tensor& x);
 
   int64_t n_head;
+  bool flex;
   kiln::nn::LayerNorm ln1 = nullptr, ln2 = nullptr;
   kiln::nn::Linear qkv = nullptr, proj = nullptr, fc = nullptr, fc_out = nullptr;
   kiln::nn::Dropout drop = nullptr;

@@ -331,6 +331,38 @@ TEST(Compile, GptForwardMatchesEager) {
   }
 }
 
+// The demo's --flex GPT (causal attention by flex_attention and a block mask) computes what the
+// sdpa one does: logits and gradients eagerly, and the same logits compiled.
+TEST(Compile, GptWithFlexAttentionMatchesSdpa) {
+  gpt::Config c;
+  c.vocab_size = 11;
+  c.block_size = 8;
+  c.n_head = 2;
+  c.n_embd = 16;
+  manual_seed(3);
+  gpt::GPT sdpa(c);
+  c.flex = true;
+  gpt::GPT flex(c);
+  for (size_t i = 0; i < sdpa->parameters().size(); ++i) {
+    NoGradGuard no_grad;
+    flex->parameters()[i].copy_(sdpa->parameters()[i]);
+  }
+  const Tensor idx = randint(0, 11, {3, 8});
+  sdpa(idx).pow(2).sum().backward();
+  flex(idx).pow(2).sum().backward();
+  for (size_t i = 0; i < sdpa->parameters().size(); ++i)
+    EXPECT_TRUE(flex->parameters()[i].grad().allclose(sdpa->parameters()[i].grad(), 1e-4, 1e-5))
+        << i;
+  flex->eval();
+  sdpa->eval();
+  NoGradGuard no_grad;
+  auto f = compile(flex);
+  for (int64_t t : {8, 5}) {
+    const Tensor x = randint(0, 11, {3, t});
+    EXPECT_TRUE(f(x).allclose(sdpa(x), 1e-4, 1e-5)) << t;
+  }
+}
+
 TEST(Compile, CnnMatchesEager) {
   nn::Sequential cnn(nn::Conv2d(nn::Conv2dOptions(1, 4, 3).padding(1)), nn::ReLU(),
                      nn::MaxPool2d(2), nn::Flatten(), nn::Linear(4 * 4 * 4, 10));
