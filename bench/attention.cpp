@@ -5,7 +5,8 @@
 //
 // B1 H25 S1024 D64 float32 forward (the shape PyTorch benchmarked its CPU flash kernel on);
 // causal B1 H8 S4096 D64 bfloat16, forward and forward+backward; and a 1024^3 sgemm through
-// matmul for the machine's GEMM rate. Counters give GFLOP/s (attention: 4 S^2 D per head, half
+// matmul for the machine's GEMM rate; flex_attention at S4096 with no mask, a causal mask and a
+// sliding window of 256 (torch's side: torch.compile(flex_attention)). Counters give GFLOP/s (attention: 4 S^2 D per head, half
 // of it when causal; the backward counts 2.5 times the forward). bench/attention.py runs torch's
 // CPU sdpa on the same cases; figures and commands: bench/RESULTS-attention.md.
 #include <benchmark/benchmark.h>
@@ -67,6 +68,28 @@ void BM_CausalBf16ForwardBackward(benchmark::State& state) {
   flops(state, Causal::kFlops * 3.5);
 }
 
+// flex_attention over B1 H8 S4096 D64 float32: full attention (no mask), causal, and a causal
+// sliding window of 256 keys, each through a block mask of 128 x 128 blocks. Counters give the
+// FLOP rate of the visible blocks.
+void BM_FlexForward(benchmark::State& state) {
+  using kiln::flex::Expr;
+  const int64_t s = 4096;
+  const Tensor q = kiln::randn({1, 8, s, 64}), k = kiln::randn({1, 8, s, 64}),
+               v = kiln::randn({1, 8, s, 64});
+  std::optional<kiln::BlockMask> mask;
+  if (state.range(0) == 1)
+    mask = kiln::create_block_mask([](Expr, Expr, Expr i, Expr j) { return i >= j; },
+                                   std::nullopt, std::nullopt, s, s);
+  if (state.range(0) == 2)
+    mask = kiln::create_block_mask(
+        [](Expr, Expr, Expr i, Expr j) { return (i >= j) & (i - j < 256); }, std::nullopt,
+        std::nullopt, s, s);
+  kiln::NoGradGuard no_grad;
+  for (auto _ : state) benchmark::DoNotOptimize(kiln::flex_attention(q, k, v, {}, mask));
+  const double visible = mask ? 1 - mask->sparsity() / 100 : 1.0;
+  flops(state, 4.0 * s * s * 64 * 8 * visible);
+}
+
 void BM_Sgemm1024(benchmark::State& state) {
   const Tensor a = kiln::randn({1024, 1024}), b = kiln::randn({1024, 1024});
   for (auto _ : state) benchmark::DoNotOptimize(kiln::matmul(a, b));
@@ -79,6 +102,12 @@ BENCHMARK(BM_CausalBf16ForwardBackward)
     ->ArgName("flash")
     ->Arg(1)
     ->Arg(0)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlexForward)
+    ->ArgName("mask")  // 0 none, 1 causal, 2 causal sliding window of 256
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Sgemm1024)->Unit(benchmark::kMillisecond);
 

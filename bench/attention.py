@@ -17,6 +17,28 @@ def report(name, seconds, flop):
     print(f"{name:44s} {seconds * 1e3:9.2f} ms {flop / seconds * 1e-9:8.1f} GFLOP/s")
 
 
+def flex_cases():
+    """torch.compile(flex_attention) (inductor's CPU template) on B1 H8 S4096 D64 float32."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    s = 4096
+    q, k, v = (torch.randn(1, 8, s, 64) for _ in range(3))
+    compiled = torch.compile(flex_attention)
+
+    def causal(b, h, i, j):
+        return i >= j
+
+    def window(b, h, i, j):
+        return (i >= j) & (i - j < 256)
+
+    for name, mod in (("none", None), ("causal", causal), ("window256", window)):
+        mask = create_block_mask(mod, None, None, s, s, device="cpu") if mod else None
+        visible = 1.0 if mask is None else 1 - mask.sparsity() / 100
+        with torch.no_grad():
+            t = per_call(lambda: compiled(q, k, v, block_mask=mask), loop_seconds=0.5, repeats=3)
+        report(f"FlexForward/{name} (torch.compile)", t, 4.0 * s * s * 64 * 8 * visible)
+
+
 def main():
     q, k, v = (torch.randn(1, 25, 1024, 64) for _ in range(3))
     fwd_flop = 4.0 * 1024 * 1024 * 64 * 25
@@ -42,6 +64,8 @@ def main():
                    causal_flop)
             report(f"CausalBf16ForwardBackward/{name}",
                    per_call(forward_backward, loop_seconds=0.5, repeats=3), causal_flop * 3.5)
+
+    flex_cases()
 
     a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
     report("Sgemm1024", per_call(torch.mm, a, b), 2.0 * 1024**3)

@@ -30,6 +30,56 @@ void each(int64_t rows, int64_t cols, T* out, const F& f) {
     for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = f(r, j);
 }
 
+using Stride0 = std::integral_constant<int64_t, 0>;
+using Stride1 = std::integral_constant<int64_t, 1>;
+
+// f(stride) with each operand's column stride (0 or 1) as a compile-time constant, so that the
+// loops over a row's columns vectorise.
+template <class T, class F>
+void with_strides(const Values<T>& x, const F& f) {
+  if (x.col)
+    f(Stride1{});
+  else
+    f(Stride0{});
+}
+
+// out (rows x cols) = f of the operands element by element.
+template <class T, class F>
+void map(int64_t rows, int64_t cols, T* out, const Values<T>& x, const F& f) {
+  with_strides(x, [&](auto xc) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xp = x.data + r * x.row;
+      T* o = out + r * cols;
+      for (int64_t j = 0; j < cols; ++j) o[j] = static_cast<T>(f(xp[j * xc]));
+    }
+  });
+}
+
+template <class T, class F>
+void map(int64_t rows, int64_t cols, T* out, const Values<T>& x, const Values<T>& y, const F& f) {
+  with_strides(x, [&](auto xc) {
+    with_strides(y, [&](auto yc) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const T *xp = x.data + r * x.row, *yp = y.data + r * y.row;
+        T* o = out + r * cols;
+        for (int64_t j = 0; j < cols; ++j) o[j] = static_cast<T>(f(xp[j * xc], yp[j * yc]));
+      }
+    });
+  });
+}
+
+template <class T>
+void select(int64_t rows, int64_t cols, T* out, const Values<T>& c, const Values<T>& x,
+            const Values<T>& y) {
+  with_strides(c, [&](auto cc) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *cp = c.data + r * c.row, *xp = x.data + r * x.row, *yp = y.data + r * y.row;
+      T* o = out + r * cols;
+      for (int64_t j = 0; j < cols; ++j) o[j] = cp[j * cc] != 0 ? xp[j * x.col] : yp[j * y.col];
+    }
+  });
+}
+
 }  // namespace
 
 template <class T>
@@ -70,15 +120,8 @@ void TileEvaluator<T>::evaluate(int64_t b, int64_t h, int64_t i0, int64_t m, int
     T* o = scratch.data() + offset[i];
     v[i] = {o, d & kRow ? cols : 0, d & kCol ? 1 : 0};
     auto a = [&](int k) { return v[n.args[k]]; };
-    auto unary = [&](auto f) {
-      const Values<T> x = a(0);
-      each(rows, cols, o, [&](int64_t r, int64_t j) { return static_cast<T>(f(x.at(r, j))); });
-    };
-    auto binary = [&](auto f) {
-      const Values<T> x = a(0), y = a(1);
-      each(rows, cols, o,
-           [&](int64_t r, int64_t j) { return static_cast<T>(f(x.at(r, j), y.at(r, j))); });
-    };
+    auto unary = [&](auto f) { map(rows, cols, o, a(0), f); };
+    auto binary = [&](auto f) { map(rows, cols, o, a(0), a(1), f); };
     const bool integer = n.kind == Kind::Int;
     auto check_divisor = [&](T y) {
       KILN_CHECK(!integer || y != 0, op, ": integer division by zero in a score_mod or mask_mod");
@@ -121,7 +164,7 @@ void TileEvaluator<T>::evaluate(int64_t b, int64_t h, int64_t i0, int64_t m, int
         unary([](T x) { return -x; });
         break;
       case Op::Not:
-        unary([](T x) { return x == 0 ? 1 : 0; });
+        unary([](T x) { return x == 0 ? T(1) : T(0); });
         break;
       case Op::Exp:
         unary([](T x) { return std::exp(x); });
@@ -175,35 +218,32 @@ void TileEvaluator<T>::evaluate(int64_t b, int64_t h, int64_t i0, int64_t m, int
         binary([](T x, T y) { return x != x || x > y ? x : y; });
         break;
       case Op::Lt:
-        binary([](T x, T y) { return x < y; });
+        binary([](T x, T y) { return x < y ? T(1) : T(0); });
         break;
       case Op::Le:
-        binary([](T x, T y) { return x <= y; });
+        binary([](T x, T y) { return x <= y ? T(1) : T(0); });
         break;
       case Op::Gt:
-        binary([](T x, T y) { return x > y; });
+        binary([](T x, T y) { return x > y ? T(1) : T(0); });
         break;
       case Op::Ge:
-        binary([](T x, T y) { return x >= y; });
+        binary([](T x, T y) { return x >= y ? T(1) : T(0); });
         break;
       case Op::Eq:
-        binary([](T x, T y) { return x == y; });
+        binary([](T x, T y) { return x == y ? T(1) : T(0); });
         break;
       case Op::Ne:
-        binary([](T x, T y) { return x != y; });
+        binary([](T x, T y) { return x != y ? T(1) : T(0); });
         break;
       case Op::And:
-        binary([](T x, T y) { return x != 0 && y != 0; });
+        binary([](T x, T y) { return x != 0 && y != 0 ? T(1) : T(0); });
         break;
       case Op::Or:
-        binary([](T x, T y) { return x != 0 || y != 0; });
+        binary([](T x, T y) { return x != 0 || y != 0 ? T(1) : T(0); });
         break;
-      case Op::Where: {
-        const Values<T> c = a(0), x = a(1), y = a(2);
-        each(rows, cols, o,
-             [&](int64_t r, int64_t j) { return c.at(r, j) != 0 ? x.at(r, j) : y.at(r, j); });
+      case Op::Where:
+        select(rows, cols, o, a(0), a(1), a(2));
         break;
-      }
     }
   }
   const Values<T> result = v[g_.result];
