@@ -26,6 +26,7 @@ fi
 declare -A SOURCES=(
   [safetensors]="kiln/core/error.cpp kiln/core/dtype.cpp kiln/io/utf8.cpp kiln/io/json_cursor.cpp
                  kiln/io/safetensors_format.cpp kiln/io/safetensors_header.cpp"
+  [flex_expr]="kiln/core/error.cpp kiln/ops/nn/flex/expr_text.cpp"
 )
 
 mkdir -p "$BUILD"

@@ -177,6 +177,18 @@ TEST(FlexAttention, LearnableRelativeBiasGetsItsGradientDeterministically) {
   EXPECT_TRUE(equal(rel.grad(), grad));  // bit for bit: no atomics
 }
 
+// A score_mod may hide keys itself with -inf (no block mask): the same as a causal mask.
+TEST(FlexAttention, ScoreModMaskingWithMinusInfinity) {
+  manual_seed(7);
+  const Inputs in = inputs(1, 2, 2, 100, 100);
+  auto causal_scores = [](Expr s, Expr, Expr, Expr q, Expr kv) {
+    return flex::where(kv > q, -INFINITY, s);
+  };
+  expect_matches_math(
+      in, causal_scores, std::nullopt,
+      dense_mask(1, 1, 100, 100, [](auto, auto, auto i, auto j) { return i >= j; }));
+}
+
 TEST(FlexAttention, BroadcastMasksAndReturnLse) {
   manual_seed(5);
   const Inputs in = inputs(2, 3, 3, 90, 90);
@@ -265,7 +277,8 @@ TEST(FlexAttention, ErrorsNameTheProblem) {
 TEST(FlexExpr, TextRoundTripsAndHostileTextIsRejected) {
   Tensor table = zeros({4, 3});
   auto f = [t = flex::capture(table)](Expr s, Expr b, Expr h, Expr q, Expr kv) {
-    return flex::where(q % 3 == 1, s * 2 + Expr(t[h][floor_divide(kv, 2)]), flex::exp2(-s));
+    return flex::where(q % 3 == 1, s * 2 + Expr(t[h][floor_divide(kv, 2)]),
+                       flex::where(kv > q, -INFINITY, flex::exp2(-s)));
   };
   const flex::Traced traced = flex::trace(flex::ScoreMod(f), "test");
   const std::string text = traced.graph->to_string();

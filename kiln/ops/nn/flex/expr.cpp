@@ -30,15 +30,6 @@ Expr constant(double v, Kind kind) {
 
 }  // namespace
 
-const char* op_name(Op op) {
-  static const char* const names[] = {
-      "score", "b",    "h",        "q_idx", "kv_idx", "constant", "load",    "neg", "not",
-      "exp",   "exp2", "log",      "tanh",  "abs",    "sqrt",     "sigmoid", "add", "sub",
-      "mul",   "div",  "floordiv", "mod",   "min",    "max",      "lt",      "le",  "gt",
-      "ge",    "eq",   "ne",       "and",   "or",     "where"};
-  return names[static_cast<int>(op)];
-}
-
 Expr::Expr(double v) : Expr(constant(v, Kind::Float)) {}
 Expr::Expr(int v) : Expr(constant(v, Kind::Int)) {}
 Expr::Expr(int64_t v) : Expr(constant(static_cast<double>(v), Kind::Int)) {}

@@ -3,6 +3,7 @@
 // field, so that a graph stored in a file (export) cannot index outside itself.
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "kiln/core/error.h"
@@ -39,6 +40,15 @@ int32_t node_ref(const std::string& word, const std::string& line, char prefix) 
 }
 
 }  // namespace
+
+const char* op_name(Op op) {
+  static const char* const names[] = {
+      "score", "b",    "h",        "q_idx", "kv_idx", "constant", "load",    "neg", "not",
+      "exp",   "exp2", "log",      "tanh",  "abs",    "sqrt",     "sigmoid", "add", "sub",
+      "mul",   "div",  "floordiv", "mod",   "min",    "max",      "lt",      "le",  "gt",
+      "ge",    "eq",   "ne",       "and",   "or",     "where"};
+  return names[static_cast<int>(op)];
+}
 
 std::string Graph::to_string() const {
   std::ostringstream os;
@@ -101,7 +111,13 @@ Graph Graph::parse(const std::string& text) {
     else if (kind_word != "float")
       bad(line, "unknown kind");
     std::string word;
-    if (n.op == Op::Constant && !(words >> n.value)) bad(line, "expected the constant's value");
+    if (n.op == Op::Constant) {  // strtod: "inf", "-inf" and "nan" are values too
+      words >> word;
+      char* end = nullptr;
+      n.value = std::strtod(word.c_str(), &end);
+      if (word.empty() || end != word.c_str() + word.size())
+        bad(line, "expected the constant's value");
+    }
     if (n.op == Op::Load) {
       words >> word;
       n.tensor = node_ref(word, line, 't');
