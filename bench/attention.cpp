@@ -6,9 +6,10 @@
 // B1 H25 S1024 D64 float32 forward (the shape PyTorch benchmarked its CPU flash kernel on);
 // causal B1 H8 S4096 D64 bfloat16, forward and forward+backward; and a 1024^3 sgemm through
 // matmul for the machine's GEMM rate; flex_attention at S4096 with no mask, a causal mask and a
-// sliding window of 256 (torch's side: torch.compile(flex_attention)). Counters give GFLOP/s (attention: 4 S^2 D per head, half
-// of it when causal; the backward counts 2.5 times the forward). bench/attention.py runs torch's
-// CPU sdpa on the same cases; figures and commands: bench/RESULTS-attention.md.
+// sliding window of 256 (torch's side: torch.compile(flex_attention)). Counters give GFLOP/s
+// (attention: 4 S^2 D per head, half of it when causal; the backward counts 2.5 times the forward).
+// bench/attention.py runs torch's CPU sdpa on the same cases; figures and commands:
+// bench/RESULTS-attention.md.
 #include <benchmark/benchmark.h>
 
 #include "kiln/kiln.h"
@@ -19,8 +20,8 @@ using kiln::Tensor;
 using kiln::nn::attention::SDPBackend;
 
 void flops(benchmark::State& state, double per_call) {
-  state.counters["GFLOP/s"] = benchmark::Counter(per_call * 1e-9 * state.iterations(),
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(per_call * 1e-9 * state.iterations(), benchmark::Counter::kIsRate);
 }
 
 SDPBackend backend(const benchmark::State& state) {
@@ -78,12 +79,12 @@ void BM_FlexForward(benchmark::State& state) {
                v = kiln::randn({1, 8, s, 64});
   std::optional<kiln::BlockMask> mask;
   if (state.range(0) == 1)
-    mask = kiln::create_block_mask([](Expr, Expr, Expr i, Expr j) { return i >= j; },
-                                   std::nullopt, std::nullopt, s, s);
+    mask = kiln::create_block_mask([](Expr, Expr, Expr i, Expr j) { return i >= j; }, std::nullopt,
+                                   std::nullopt, s, s);
   if (state.range(0) == 2)
-    mask = kiln::create_block_mask(
-        [](Expr, Expr, Expr i, Expr j) { return (i >= j) & (i - j < 256); }, std::nullopt,
-        std::nullopt, s, s);
+    mask =
+        kiln::create_block_mask([](Expr, Expr, Expr i, Expr j) { return (i >= j) & (i - j < 256); },
+                                std::nullopt, std::nullopt, s, s);
   kiln::NoGradGuard no_grad;
   for (auto _ : state) benchmark::DoNotOptimize(kiln::flex_attention(q, k, v, {}, mask));
   const double visible = mask ? 1 - mask->sparsity() / 100 : 1.0;

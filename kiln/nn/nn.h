@@ -1,8 +1,6 @@
 #pragma once
 // kiln::nn: modules, layers, initialisers and utilities (and F:: in kiln/nn/functional.h).
 #include "kiln/nn/init.h"
-#include "kiln/ops/nn/attention_backend.h"
-#include "kiln/ops/nn/flex/flex_attention.h"
 #include "kiln/nn/module.h"
 #include "kiln/nn/module_holder.h"
 #include "kiln/nn/modules/activation.h"
@@ -21,3 +19,5 @@
 #include "kiln/nn/modules/transformer.h"
 #include "kiln/nn/ordered_dict.h"
 #include "kiln/nn/utils.h"
+#include "kiln/ops/nn/attention_backend.h"
+#include "kiln/ops/nn/flex/flex_attention.h"
