@@ -41,9 +41,9 @@ Interval load(const Node& n, const std::vector<Interval>& v, const Table<double>
   int64_t count = 1;
   for (size_t k = 0; k < n.args.size(); ++k) {
     const Interval i = v[n.args[k]];
-    if (!std::isfinite(i.lo) || !std::isfinite(i.hi)) return kAny;
+    // Out of range (or NaN): the exact evaluation reports the error. Checked before the casts.
+    if (!(i.lo >= 0 && i.hi < static_cast<double>(t.sizes[k]))) return kAny;
     const int64_t lo = static_cast<int64_t>(i.lo), hi = static_cast<int64_t>(i.hi);
-    if (lo < 0 || hi >= t.sizes[k]) return kAny;  // the exact evaluation reports the error
     count *= hi - lo + 1;
     if (count > 4096) return kAny;
   }

@@ -150,10 +150,11 @@ void TileEvaluator<T>::evaluate(int64_t b, int64_t h, int64_t i0, int64_t m, int
         each(rows, cols, o, [&](int64_t r, int64_t j) {
           int64_t flat = 0;
           for (size_t k = 0; k < n.args.size(); ++k) {
-            const int64_t idx = static_cast<int64_t>(v[n.args[k]].at(r, j));
-            KILN_CHECK(idx >= 0 && idx < t.sizes[k], op, ": index ", idx,
+            const T raw = v[n.args[k]].at(r, j);  // checked before the cast (NaN fails too)
+            KILN_CHECK(raw >= 0 && raw < static_cast<T>(t.sizes[k]), op, ": index ", raw,
                        " is out of range for dim ", k, " of a captured tensor of shape ",
                        IntArrayRef(t.sizes));
+            const int64_t idx = static_cast<int64_t>(raw);
             flat = flat * t.sizes[k] + idx;
           }
           return t.data[flat];

@@ -28,12 +28,15 @@ constexpr const char* kBackward = "flex_attention_backward";
 // captured tensor whose gradient is wanted).
 enum Attr { kCausal, kScale, kGqa, kScoreMod, kMaskMod, kQBlock, kKvBlock, kCapturedGrad };
 
-// Parsed graphs by text: a kernel parses each distinct expression once per process.
+// Parsed graphs by text: a kernel parses each distinct expression once. The cache is bounded
+// (emptied when full): a score_mod that bakes a changing C++ value into its expression makes a
+// new text at every call.
 std::shared_ptr<const flex::Graph> parsed(const std::string& text) {
   if (text.empty()) return nullptr;
   static std::mutex mutex;
   static std::unordered_map<std::string, std::shared_ptr<const flex::Graph>> cache;
   std::lock_guard<std::mutex> lock(mutex);
+  if (cache.size() >= 256 && !cache.count(text)) cache.clear();
   auto& g = cache[text];
   if (!g) g = std::make_shared<const flex::Graph>(flex::Graph::parse(text));
   return g;
