@@ -121,14 +121,14 @@ class FlexTiles final : public cpu::TileMod<T> {
 
   Visible visible(int64_t n, int64_t i0, int64_t m, int64_t j0, int64_t nb) const override {
     if (!kinds_.defined()) return mask_ ? cpu::TileMod<T>::kSome : cpu::TileMod<T>::kAll;
-    const int64_t bm = kinds_.size(0), hm = kinds_.size(1), qbs = kinds_.size(2),
-                  kbs = kinds_.size(3);
+    const int64_t bm = kinds_.size(0), hm = kinds_.size(1), q_blocks = kinds_.size(2),
+                  kv_blocks = kinds_.size(3);
     const int64_t b = bm == 1 ? 0 : n / mods_.heads, h = hm == 1 ? 0 : n % mods_.heads;
-    const uint8_t* k = kinds_.data_ptr<uint8_t>() + (b * hm + h) * qbs * kbs;
+    const uint8_t* k = kinds_.data_ptr<uint8_t>() + (b * hm + h) * q_blocks * kv_blocks;
     bool any = false, all = true;
     for (int64_t qb = i0 / mods_.q_block; qb <= (i0 + m - 1) / mods_.q_block; ++qb)
       for (int64_t kb = j0 / mods_.kv_block; kb <= (j0 + nb - 1) / mods_.kv_block; ++kb) {
-        const uint8_t kind = k[qb * kbs + kb];
+        const uint8_t kind = k[qb * kv_blocks + kb];
         any |= kind != BlockMask::kEmpty;
         all &= kind == BlockMask::kFull;
       }
@@ -387,18 +387,19 @@ std::vector<OpSample> forward_samples(ScalarType dt) {
   };
 }
 
+// attention::reference with score_mod and mask_mod folded into one additive float64 mask: the
+// functions are evaluated on the whole [L, S] grid of naive float64 scores at once (no tiles, no
+// block skipping), and the mask adds modified - raw where a key is shown, -inf where it is hidden.
 std::vector<Tensor> forward_reference(const std::vector<Tensor>& in, const Attrs& a) {
-  const Tensor &q = in[0], &k = in[1], &v = in[2];
+  const Tensor &q = in[0], &k = in[1];
   const int64_t batch = q.size(0), hq = q.size(1), hk = k.size(1), l = q.size(2), s = k.size(2);
-  const int64_t e = q.size(3), ev = v.size(3);
+  const int64_t e = q.size(3);
   const double scale = attention::resolve_scale(q, a);
   const std::vector<Tensor> dense = flex::dense_tables(tail(in, 4), kFloat64);
   const auto tables = flex::tables_of<double>(dense);
   const auto score = parsed(a.str(kScoreMod)), mask = parsed(a.str(kMaskMod));
-  const std::vector<double> qd = nn_util::to_doubles(q), kd = nn_util::to_doubles(k),
-                            vd = nn_util::to_doubles(v);
-  std::vector<double> out(batch * hq * l * ev, 0.0), lse(batch * hq * l, -INFINITY);
-  std::vector<double> sc(l * s), modified(l * s), shown(l * s, 1.0);
+  const std::vector<double> qd = nn_util::to_doubles(q), kd = nn_util::to_doubles(k);
+  std::vector<double> additive(batch * hq * l * s), raw(l * s), modified(l * s), shown(l * s, 1.0);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < hq; ++h) {
       const int64_t n = b * hq + h, nk = b * hk + h / (hq / hk);
@@ -406,34 +407,21 @@ std::vector<Tensor> forward_reference(const std::vector<Tensor>& in, const Attrs
         for (int64_t j = 0; j < s; ++j) {
           double dot = 0;
           for (int64_t t = 0; t < e; ++t) dot += qd[(n * l + i) * e + t] * kd[(nk * s + j) * e + t];
-          sc[i * s + j] = dot * scale;
+          raw[i * s + j] = dot * scale;
         }
-      modified = sc;
+      modified = raw;
       if (score)
         flex::TileEvaluator<double>(*score, tables, kForward)
-            .evaluate(b, h, 0, l, 0, s, sc.data(), modified.data());
+            .evaluate(b, h, 0, l, 0, s, raw.data(), modified.data());
       if (mask)
         flex::TileEvaluator<double>(*mask, tables, kForward)
             .evaluate(b, h, 0, l, 0, s, nullptr, shown.data());
-      for (int64_t i = 0; i < l; ++i) {
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < s; ++j)
-          if (shown[i * s + j] != 0) mx = std::max(mx, modified[i * s + j]);
-        if (mx == -INFINITY) continue;
-        double sum = 0;
-        for (int64_t j = 0; j < s; ++j)
-          if (shown[i * s + j] != 0) sum += std::exp(modified[i * s + j] - mx);
-        lse[n * l + i] = mx + std::log(sum);
-        for (int64_t j = 0; j < s; ++j) {
-          if (shown[i * s + j] == 0) continue;
-          const double p = std::exp(modified[i * s + j] - mx) / sum;
-          for (int64_t t = 0; t < ev; ++t)
-            out[(n * l + i) * ev + t] += p * vd[(nk * s + j) * ev + t];
-        }
-      }
+      for (int64_t x = 0; x < l * s; ++x)
+        additive[n * l * s + x] = shown[x] != 0 ? modified[x] - raw[x] : -INFINITY;
     }
-  return {nn_util::from_doubles(out, {batch, hq, l, ev}),
-          nn_util::from_doubles(lse, {batch, hq, l})};
+  const Tensor additive_mask = nn_util::from_doubles(additive, {batch, hq, l, s});
+  attention::Reference r = attention::reference(q, k, in[2], additive_mask, Tensor(), a);
+  return {r.out, r.lse};
 }
 
 std::vector<OpSample> backward_samples(ScalarType dt) {
