@@ -263,6 +263,13 @@ TEST(FlexAttention, ErrorsNameTheProblem) {
   EXPECT_TRUE(
       testing::raises([&] { flex_attention(q, k, v, out_of_range); }, "flex_attention",
                       "index 5 is out of range for dim 0 of a captured tensor of shape [5]"));
+  // An integer index beyond int64's range (q = 3 gives 1.2e19) is an error too: it used to reach
+  // a float-to-int64 cast that overflows (undefined behaviour).
+  auto huge_index = [t = flex::capture(table)](Expr s, Expr, Expr, Expr q, Expr) {
+    return s + t[q * int64_t{4000000000000000000}];
+  };
+  EXPECT_TRUE(testing::raises([&] { flex_attention(q, k, v, huge_index); }, "flex_attention",
+                              "is out of range for dim 0 of a captured tensor of shape [5]"));
   auto float_index = [t = flex::capture(table)](Expr s, Expr, Expr, Expr q, Expr) {
     return s + t[q * 0.5];
   };
