@@ -36,12 +36,14 @@ clean:
 	rm -rf $(BUILD)
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build folder.
-# Huge-allocation tests need allocator_may_return_null; the install test's consumer program is not
-# instrumented, so the runtime cannot come first in its link order.
+# The CUDA backend is left out (its runtime needs ASan's protect_shadow_gap=0; the host-side
+# allocator logic is in kiln_tests, so it is still checked). Huge-allocation tests need
+# allocator_may_return_null; the install test's consumer program is not instrumented, so the
+# runtime cannot come first in its link order.
 SANITIZE_BUILD ?= build-sanitize
 .PHONY: test-sanitize
 test-sanitize: deps
-	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_SANITIZE=ON \
+	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_SANITIZE=ON -DKILN_CUDA=OFF \
 	  -DKILN_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	cd $(SANITIZE_BUILD) && \

@@ -37,7 +37,10 @@ bool expandable_to(const SymShape& sizes, SymIntArrayRef target) {
 
 Tensor reduce_grad_to(const Tensor& grad, const InputMeta& input, const std::string& who,
                       size_t index) {
-  KILN_CHECK(grad.device() == input.device, "Function ", who,
+  // A 0-dim CPU input may join tensors on any device (a scalar argument); its gradient, computed
+  // there, comes back to the CPU, as PyTorch's engine does.
+  const bool cpu_scalar = input.device.is_cpu() && input.sizes.empty();
+  KILN_CHECK(grad.device() == input.device || cpu_scalar, "Function ", who,
              " returned an invalid gradient at index ", index, " - expected device ", input.device,
              " but got ", grad.device());
   Tensor g = grad;
@@ -48,6 +51,7 @@ Tensor reduce_grad_to(const Tensor& grad, const InputMeta& input, const std::str
     g = sum_to_size(g, input.sizes);
   }
   if (g.dtype() != input.dtype) g = g.to(input.dtype);
+  if (g.device() != input.device) g = g.to(input.device);
   return g;
 }
 

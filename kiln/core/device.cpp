@@ -2,9 +2,35 @@
 
 #include <cstdint>
 
+#include "kiln/core/device_backend.h"
 #include "kiln/core/error.h"
 
 namespace kiln {
+namespace {
+std::string& privateuse1_name() {
+  static std::string name = "privateuseone";
+  return name;
+}
+}  // namespace
+
+std::string device_type_name(DeviceType t) {
+  switch (t) {
+    case DeviceType::CPU:
+      return "cpu";
+    case DeviceType::CUDA:
+      return "cuda";
+    case DeviceType::PrivateUse1:
+      return privateuse1_name();
+  }
+  return "unknown";
+}
+
+void rename_privateuse1_backend(const std::string& name) {
+  KILN_CHECK(!name.empty() && name != "cpu" && name != "cuda" && name != "meta" &&
+                 name.find(':') == std::string::npos,
+             "rename_privateuse1_backend: '", name, "' cannot name a device type");
+  privateuse1_name() = name;
+}
 
 Device::Device(const std::string& spec) {
   auto colon = spec.find(':');
@@ -14,7 +40,11 @@ Device::Device(const std::string& spec) {
   } else if (kind == "cuda") {
     type_ = DeviceType::CUDA;
   } else {
-    KILN_FAIL("Device: unknown device '", spec, "'; expected 'cpu', 'cuda' or 'cuda:N'");
+    load_device_backends();  // an out-of-tree backend names its device type when it loads
+    KILN_CHECK(kind == privateuse1_name(), "Device: unknown device '", spec,
+               "'; expected 'cpu', 'cuda' or 'cuda:N'",
+               privateuse1_name() == "privateuseone" ? "" : ", or '" + privateuse1_name() + "'");
+    type_ = DeviceType::PrivateUse1;
   }
   if (colon != std::string::npos) {
     int parsed = -1;
@@ -30,8 +60,20 @@ Device::Device(const std::string& spec) {
   }
 }
 
+bool Device::operator==(const Device& o) const {
+  if (type_ != o.type_) return false;
+  if (index_ == o.index_ || type_ == DeviceType::CPU) return true;
+  return resolved().index_ == o.resolved().index_;
+}
+
+Device Device::resolved() const {
+  if (has_index() || type_ == DeviceType::CPU) return *this;
+  DeviceBackend* b = device_backend(type_);
+  return Device(type_, b ? b->current_device() : 0);
+}
+
 std::string Device::str() const {
-  std::string s = type_ == DeviceType::CPU ? "cpu" : "cuda";
+  std::string s = device_type_name(type_);
   if (index_ >= 0) s += ":" + std::to_string(index_);
   return s;
 }

@@ -6,16 +6,24 @@
 
 namespace kiln {
 
-enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
-constexpr int kNumDeviceTypes = 2;
+// PrivateUse1 is the slot for an out-of-tree backend (PyTorch's spelling); the backend names it
+// with rename_privateuse1_backend ("kilntest" in tests/device_backend).
+enum class DeviceType : int8_t { CPU = 0, CUDA = 1, PrivateUse1 = 2 };
+constexpr int kNumDeviceTypes = 3;
 constexpr DeviceType kCPU = DeviceType::CPU;
 constexpr DeviceType kCUDA = DeviceType::CUDA;
+constexpr DeviceType kPrivateUse1 = DeviceType::PrivateUse1;
+
+// "cpu", "cuda", or the PrivateUse1 backend's name ("privateuseone" until renamed).
+std::string device_type_name(DeviceType t);
+void rename_privateuse1_backend(const std::string& name);
 
 class Device {
  public:
   Device() = default;
   Device(DeviceType t, int index = -1) : type_(t), index_(static_cast<int8_t>(index)) {}  // NOLINT
   Device(const std::string& spec);  // NOLINT: "cpu", "cuda", "cuda:1", as libtorch's
+  Device(const char* spec) : Device(std::string(spec)) {}  // NOLINT
 
   DeviceType type() const { return type_; }
   int8_t index() const { return index_; }  // -1: the current device of that type
@@ -23,7 +31,12 @@ class Device {
   void set_index(int8_t index) { index_ = index; }
   bool is_cpu() const { return type_ == DeviceType::CPU; }
   bool is_cuda() const { return type_ == DeviceType::CUDA; }
-  bool operator==(const Device& o) const { return type_ == o.type_ && index_ == o.index_; }
+  // `cuda` (the current device) equals `cuda:N` when N is the current device, as a tensor
+  // made on `cuda` reports `cuda:N`.
+  bool operator==(const Device& o) const;
+  bool operator!=(const Device& o) const { return !(*this == o); }
+  // This device with the current index filled in (CPU keeps -1, as PyTorch's `cpu`).
+  Device resolved() const;
   std::string str() const;
 
  private:

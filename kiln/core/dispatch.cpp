@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "kiln/core/autograd_meta.h"
+#include "kiln/core/cpu_fallback.h"
+#include "kiln/core/device_backend.h"
 #include "kiln/core/error.h"
 #include "kiln/ops/registry.h"
 
@@ -33,23 +35,34 @@ struct DepthRestore {
   ~DepthRestore() { t_mode_depth = saved; }
 };
 
+// The device of an op's inputs. CPU scalars (wrapped numbers and 0-dim tensors) may join
+// tensors on any device; ops marked cross_device (copy_) take inputs on two devices.
 Device pick_device(const OpDef& op, const std::vector<Tensor>& inputs) {
   const Tensor* first = nullptr;
   for (const auto& t : inputs) {
     if (!t.defined()) continue;
-    // CPU scalars (wrapped numbers and 0-dim tensors) may join tensors on any device.
     if (t.is_cpu() && t.dim() == 0 && inputs.size() > 1) continue;
     if (!first) {
       first = &t;
-    } else if (!(t.device() == first->device())) {
+    } else if (t.device() != first->device() && !op.cross_device) {
       KILN_FAIL(op.name, ": expected all tensors to be on the same device, but found ",
-                first->device(), " and ", t.device());
+                first->device().resolved(), " and ", t.device().resolved());
     }
   }
   if (first) return first->device();
   for (const auto& t : inputs)
     if (t.defined()) return t.device();
   return default_device();
+}
+
+// The device whose kernel runs the call: the first device other than the CPU among the inputs
+// and outputs (a factory's output device comes from its attributes; `_to_copy` from the CPU to
+// a device runs that device's kernel, as does the copy back).
+Device kernel_device(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs) {
+  for (const auto* list : {&inputs, &outs})
+    for (const auto& t : *list)
+      if (t.defined() && !t.is_cpu()) return t.device().resolved();
+  return Device(kCPU);
 }
 
 Tensor make_output(TensorSpec&& s, const std::vector<Tensor>& inputs, bool meta) {
@@ -136,19 +149,20 @@ std::vector<Tensor> make_outputs(const OpDef& op, const std::vector<Tensor>& inp
 std::vector<Tensor> run_eager(const OpDef& op, const std::vector<Tensor>& inputs,
                               const Attrs& attrs) {
   Device device = pick_device(op, inputs);
-  const KernelFn& kernel = op.kernels[static_cast<int>(device.type())];
   std::vector<Tensor> outs;
-  if (op.dynamic_output) {
-    KILN_CHECK(kernel, op.name, ": no kernel for device ", device);
-    kernel(inputs, outs, attrs);
-  } else {
+  if (!op.dynamic_output) {
     outs = make_outputs(op, inputs, attrs, /*meta=*/false);
     if (any_meta(outs)) return outs;
-    if (kernel) {
-      kernel(inputs, outs, attrs);
-    } else {
-      KILN_CHECK(op.is_view, op.name, ": no kernel for device ", device);
-    }
+  }
+  device = kernel_device(inputs, outs);
+  const KernelFn& kernel = op.kernels[static_cast<int>(device.type())];
+  if (!kernel && op.is_view && !op.dynamic_output) return outs;
+  if (kernel) {
+    DeviceIndexGuard on(device);
+    kernel(inputs, outs, attrs);
+  } else {
+    KILN_CHECK(!device.is_cpu(), op.name, ": no kernel for device ", device);
+    run_on_cpu(op, device, inputs, outs, attrs);
   }
   if (op.is_inplace) inputs.at(0).impl()->storage()->bump_version();
   return outs;

@@ -2,40 +2,30 @@
 
 #include <cstring>
 
+#include "kiln/core/device_backend.h"
 #include "kiln/core/error.h"
 
 namespace kiln {
 namespace {
 
-// Until the CUDA backend registers itself, asking for CUDA memory is a clear error.
-class MissingAllocator final : public Allocator {
- public:
-  explicit MissingAllocator(const char* name) : name_(name) {}
-  void* allocate(size_t) override {
-    KILN_FAIL("allocate: Kiln was built without ", name_, " support or no ", name_,
-              " device is present");
-  }
-  void deallocate(void*, size_t) override {}
-
- private:
-  const char* name_;
-};
-
-Allocator* g_allocators[kNumDeviceTypes] = {nullptr, nullptr};
+Allocator* g_allocators[kNumDeviceTypes] = {};
 
 }  // namespace
 
 Allocator* get_allocator(DeviceType t) {
-  static MissingAllocator cuda("CUDA");
-  Allocator* a = g_allocators[static_cast<int>(t)];
-  if (a) return a;
-  return t == DeviceType::CPU ? cpu_allocator() : &cuda;
+  if (Allocator* a = g_allocators[static_cast<int>(t)]) return a;
+  if (t == DeviceType::CPU) return cpu_allocator();
+  DeviceBackend* backend = device_backend(t);
+  KILN_CHECK(backend, "allocate: no ", device_type_name(t),
+             " backend is loaded (Kiln was built without it, or its library failed to load)");
+  return backend->allocator();
 }
 
 void set_allocator(DeviceType t, Allocator* a) { g_allocators[static_cast<int>(t)] = a; }
 
 StorageImpl::StorageImpl(size_t nbytes, Device device)
-    : nbytes_(nbytes), device_(device), allocator_(get_allocator(device.type())) {
+    : nbytes_(nbytes), device_(device.resolved()), allocator_(get_allocator(device.type())) {
+  DeviceIndexGuard on(device_);
   data_ = allocator_->allocate(nbytes);
 }
 

@@ -67,7 +67,7 @@ Scalar Tensor::item() const {
         "that reads values runs eagerly; see docs/compile.md)");
   KILN_CHECK(numel() == 1, "item: a Tensor with ", numel(),
              " elements cannot be converted to Scalar");
-  KILN_CHECK(is_cpu(), "item: only CPU tensors are readable directly; call .cpu() first");
+  if (!is_cpu()) return to(Device(kCPU)).item();  // waits for the device, as PyTorch's item()
   const void* p = data_ptr();
   return visit_dtype(dtype(), [&](auto v) -> Scalar {
     using T = decltype(v);

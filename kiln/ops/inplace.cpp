@@ -1,5 +1,6 @@
 #include "kiln/ops/inplace.h"
 
+#include <map>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -182,6 +183,12 @@ ErrorSampleFn inplace_error_samples(const OpDef* base) {
   };
 }
 
+// The in-place kind of each op that has a derived in-place variant, by the base op's name.
+std::map<std::string, InplaceKind, std::less<>>& derived_kinds() {
+  static std::map<std::string, InplaceKind, std::less<>> kinds;
+  return kinds;
+}
+
 void derive_inplace(const OpDef& base, InplaceKind kind) {
   OpDef& d = register_op(base.name + "_");
   const std::string* name = &d.name;  // OpDefs live as long as the registry
@@ -196,6 +203,7 @@ void derive_inplace(const OpDef& base, InplaceKind kind) {
       .inplace();
   for (int dev = 0; dev < kNumDeviceTypes; ++dev)
     if (base.kernels[dev]) d.kernels[dev] = inplace_kernel(&base, name, base.kernels[dev], kind);
+  derived_kinds().emplace(base.name, kind);
   d.saved_inputs = base.saved_inputs;
   d.saved_outputs = base.saved_outputs;
   d.atol = base.atol;
@@ -203,6 +211,14 @@ void derive_inplace(const OpDef& base, InplaceKind kind) {
 }
 
 }  // namespace
+
+void set_inplace_kernel(const OpDef& base, DeviceType device) {
+  auto it = derived_kinds().find(base.name);
+  if (it == derived_kinds().end()) return;
+  OpDef& d = const_cast<OpDef&>(get_op(base.name + "_"));
+  const KernelFn& kernel = base.kernels[static_cast<int>(device)];
+  d.kernels[static_cast<int>(device)] = inplace_kernel(&base, &d.name, kernel, it->second);
+}
 
 bool register_inplace(std::initializer_list<const char*> names, InplaceKind kind) {
   for (const char* n : names) derive_inplace(get_op(n), kind);

@@ -6,7 +6,11 @@
 // entry's name). Autograd sees `.inplace()` and version-checks.
 #include <initializer_list>
 
+#include "kiln/core/device.h"
+
 namespace kiln {
+
+struct OpDef;
 
 // When the out-of-place kernel may write the in-place result straight into self.
 enum class InplaceKind {
@@ -21,5 +25,9 @@ enum class InplaceKind {
 // Registers "<name>_" for each listed entry (already registered: list them after their entries
 // in the same file).
 bool register_inplace(std::initializer_list<const char*> names, InplaceKind kind);
+
+// Derives the in-place variant's kernel for `device` from base's (after set_kernel); nothing
+// when base has no derived in-place variant.
+void set_inplace_kernel(const OpDef& base, DeviceType device);
 
 }  // namespace kiln

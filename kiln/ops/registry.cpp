@@ -1,5 +1,7 @@
 #include "kiln/ops/registry.h"
 
+#include "kiln/ops/inplace.h"
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -20,6 +22,14 @@ OpDef& register_op(std::string name) {
   OpDef& ref = *def;
   t.emplace(std::move(name), std::move(def));
   return ref;
+}
+
+void set_kernel(std::string_view name, DeviceType device, KernelFn kernel) {
+  KILN_CHECK(device != DeviceType::CPU, "set_kernel: ", name,
+             ": CPU kernels are given where the op is registered");
+  OpDef& op = const_cast<OpDef&>(get_op(name));
+  op.kernel(device, std::move(kernel));
+  set_inplace_kernel(op, device);
 }
 
 const OpDef* find_op(std::string_view name) {

@@ -102,6 +102,7 @@ struct OpDef {
   bool is_inplace = false;
   bool is_random = false;      // consumes the generator: reruns differ
   bool dynamic_output = false;  // the kernel allocates outputs (sizes depend on data)
+  bool cross_device = false;    // inputs may be on different devices (copy_)
   double atol = -1, rtol = -1;  // op-specific test tolerances (negative: the dtype's default)
 
   OpDef& schema(std::string s) { schema_ = std::move(s); return *this; }
@@ -122,6 +123,7 @@ struct OpDef {
   OpDef& inplace() { is_inplace = true; return *this; }
   OpDef& random() { is_random = true; return *this; }
   OpDef& dynamic() { dynamic_output = true; return *this; }
+  OpDef& allow_cross_device() { cross_device = true; return *this; }
   // The backward reads every output (and, with inputs_too, every input).
   OpDef& save_outputs(bool inputs_too = false) {
     saved_outputs = ~uint64_t{0};
@@ -146,6 +148,10 @@ struct OpDef {
     return b;
   }
 };
+
+// Installs a device backend's kernel for an op (at the backend's load); the op's in-place
+// variant (`name_`), if it has one, gets its in-place form too.
+void set_kernel(std::string_view name, DeviceType device, KernelFn kernel);
 
 // Creates (at static-initialisation time) the entry for `name`; names are unique.
 OpDef& register_op(std::string name);

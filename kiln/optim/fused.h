@@ -2,7 +2,9 @@
 // The fused update loop every optimizer uses: one parallel pass over a parameter's elements that
 // reads its gradient and state buffers and writes the new values, instead of a chain of tensor
 // ops each making a pass. Float32 and float64 parameters are updated in place; other dtypes (and
-// non-contiguous parameters) through a float32 working copy that is written back.
+// non-contiguous parameters) through a float32 working copy that is written back. Parameters on
+// another device are updated on host copies of them, their gradients and their state, which are
+// then written back: correct on any device, though a device's own fused kernel would be faster.
 #include <algorithm>
 #include <array>
 #include <string>
@@ -24,7 +26,8 @@ inline ScalarType compute_dtype(const Tensor& param) {
 inline Tensor state_buffer(ParamState& state, const std::string& name, const Tensor& param,
                            double init = 0) {
   if (Tensor* b = state.buffers.find(name)) return *b;
-  return state.buffers.insert(name, full(param.sizes(), init, TensorOptions(compute_dtype(param))));
+  return state.buffers.insert(
+      name, full(param.sizes(), init, TensorOptions(compute_dtype(param)).device(param.device())));
 }
 
 // Calls body(w, g, buffers, begin, end) on chunks of the parameter, where w and g point at the
@@ -35,16 +38,26 @@ void fused_update(const Tensor& param, const std::array<Tensor*, N>& buffers, co
   const ScalarType dt = compute_dtype(param);
   KILN_CHECK(param.is_floating_point(), "optimizer: parameters must be floating point, got ",
              dtype_name(param.dtype()));
-  const bool in_place = param.dtype() == dt && param.is_contiguous();
-  Tensor work = in_place ? param : param.to(dt).contiguous();
-  Tensor grad = param.grad().to(dt).contiguous();
+  const bool on_cpu = param.is_cpu();
+  const bool in_place = on_cpu && param.dtype() == dt && param.is_contiguous();
+  const Device cpu(kCPU);
+  Tensor work = in_place ? param : param.to(cpu, dt).contiguous();
+  Tensor grad = param.grad().to(cpu, dt).contiguous();
+  // Host copies of the state; a buffer passed twice (Adam's v without amsgrad) gets one.
+  std::array<Tensor, N> state;
+  std::array<bool, N> repeated{};
+  for (size_t k = 0; k < N; ++k) {
+    for (size_t j = 0; j < k && !repeated[k]; ++j)
+      if (buffers[j]->is_same(*buffers[k])) state[k] = state[j], repeated[k] = true;
+    if (!repeated[k]) state[k] = on_cpu ? *buffers[k] : buffers[k]->to(cpu);
+  }
   const int64_t n = work.numel();
   auto run = [&]<class T>() {
     T* w = work.data_ptr<T>();
     const T* g = grad.data_ptr<T>();
     std::array<T*, N> b{};
-    std::transform(buffers.begin(), buffers.end(), b.begin(),
-                   [](Tensor* t) { return t->template data_ptr<T>(); });
+    std::transform(state.begin(), state.end(), b.begin(),
+                   [](Tensor& t) { return t.template data_ptr<T>(); });
     cpu::parallel_for(0, n, cpu::kParallelGrain / 4,
                       [&](int64_t begin, int64_t end) { body(w, g, b, begin, end); });
   };
@@ -54,6 +67,9 @@ void fused_update(const Tensor& param, const std::array<Tensor*, N>& buffers, co
     run.template operator()<float>();
   }
   if (!in_place) param.detach().copy_(work);
+  if (!on_cpu)
+    for (size_t k = 0; k < N; ++k)
+      if (!repeated[k]) buffers[k]->copy_(state[k]);
 }
 
 // Adam's running moments: m <- lerp(m, d, 1 - beta1), v <- beta2 v + (1 - beta2) d^2.

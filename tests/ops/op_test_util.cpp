@@ -1,5 +1,7 @@
 #include "tests/ops/op_test_util.h"
 
+#include "kiln/core/device_backend.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -77,6 +79,17 @@ Tensor clone_preserving_layout(const Tensor& t) {
                                         i.sym_storage_offset()));
   c.impl()->set_wrapped_number(i.is_wrapped_number());
   return c;
+}
+
+Tensor to_device_preserving_layout(const Tensor& t, Device device) {
+  if (!t.defined() || t.impl()->is_wrapped_number()) return clone_preserving_layout(t);
+  const TensorImpl& i = *t.impl();
+  const Storage& src = i.storage();
+  auto storage = std::make_shared<StorageImpl>(src->nbytes(), device);
+  require_device_backend(device.type(), "to_device_preserving_layout")
+      .copy_bytes(storage->data(), storage->device(), src->data(), src->device(), src->nbytes());
+  return Tensor(std::make_shared<TensorImpl>(storage, i.dtype(), i.sym_sizes(), i.sym_strides(),
+                                             i.sym_storage_offset()));
 }
 
 std::vector<Tensor> clone_inputs(const std::vector<Tensor>& inputs) {

@@ -22,6 +22,8 @@ void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol,
 // perturbations must not touch the sample).
 Tensor clone_preserving_layout(const Tensor& t);
 std::vector<Tensor> clone_inputs(const std::vector<Tensor>& inputs);
+// The same on `device` (wrapped numbers stay on the CPU, as scalar arguments do).
+Tensor to_device_preserving_layout(const Tensor& t, Device device);
 Tensor meta_like(const Tensor& t);
 // Finite-difference check of the op's backward (or, with second_order, of the backward of
 // its backward) in float64.

@@ -5,6 +5,7 @@
 
 #include "kiln/backend/cpu/blas.h"
 #include "kiln/backend/cpu/cpu_capability.h"
+#include "kiln/core/device_backend.h"
 #include "kiln/kiln.h"
 #include "kiln/ops/registry.h"
 
@@ -19,6 +20,8 @@ int info() {
             << "float32 matmul:     " << cpu::f32_gemm_path() << "\n"
             << "bfloat16 matmul:    " << cpu::bf16_gemm_path() << "\n"
             << "cuda available:     " << (kiln::cuda::is_available() ? "yes" : "no") << "\n";
+  for (const std::string& line : kiln::load_device_backends())
+    std::cout << "device backend:     " << line << "\n";
   return 0;
 }
 
@@ -28,6 +31,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "info") == 0) return info();
   if (argc >= 2 && std::strcmp(argv[1], "ops") == 0) {
     bool json = argc >= 3 && std::strcmp(argv[2], "--json") == 0;
+    kiln::load_device_backends();  // their kernels fill the device columns
     auto ops = kiln::all_ops();
     if (json) std::cout << "[";
     bool first = true;

@@ -87,8 +87,11 @@ KILN_REGISTER_OP(_to_copy)
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       cpu::copy(out[0], in[0]);
     })
-    .save_inputs({})  // the backward reads no input
-    .backward([](const BackwardContext& c) { return std::vector<Tensor>{c.grad()}; })
+    .save_inputs({0})
+    .save_metadata()  // the backward reads the source's device
+    .backward([](const BackwardContext& c) {
+      return std::vector<Tensor>{c.grad().to(c.input(0).device())};
+    })
     .samples([](ScalarType dt) {
       std::vector<OpSample> s;
       for (ScalarType to : {kFloat64, kFloat32, kBFloat16, kInt64})
@@ -112,8 +115,11 @@ KILN_REGISTER_OP(clone)
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&) {
       cpu::copy(out[0], in[0]);
     })
-    .save_inputs({})  // the backward reads no input
-    .backward([](const BackwardContext& c) { return std::vector<Tensor>{c.grad()}; })
+    .save_inputs({0})
+    .save_metadata()  // the backward reads the source's device
+    .backward([](const BackwardContext& c) {
+      return std::vector<Tensor>{c.grad().to(c.input(0).device())};
+    })
     .samples([](ScalarType dt) { return samples::unary(dt); })
     .reference([](const std::vector<Tensor>& in, const Attrs&) {
       return std::vector<Tensor>{in[0]};
@@ -138,9 +144,11 @@ KILN_REGISTER_OP(copy_)
       cpu::copy(in[0], in[1]);
     })
     .inplace()
-    .save_inputs({})  // the backward reads no input
+    .allow_cross_device()
+    .save_inputs({1})
+    .save_metadata()  // the backward reads the source's device
     .backward([](const BackwardContext& c) {
-      return std::vector<Tensor>{zeros_like(c.grad()), c.grad()};
+      return std::vector<Tensor>{zeros_like(c.grad()), c.grad().to(c.input(1).device())};
     })
     .samples([](ScalarType dt) {
       return std::vector<OpSample>{

@@ -291,7 +291,7 @@ KILN_REGISTER_OP(index)
     .cpu(index_kernel)
     .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
-      Tensor z = zeros(c.input(0).sym_sizes(), c.grad().dtype());
+      Tensor z = zeros(c.input(0).sym_sizes(), c.grad().options());
       std::vector<Tensor> g(c.inputs.size());
       g[0] = call_index_put(index_put_op(), z, c.grad(), saved_tail(c, 1), true);
       return g;
@@ -328,7 +328,7 @@ KILN_REGISTER_OP(index)
           if (c.needs_grad(0)) {
             g[0] = c.attrs.b(0) ? c.grad()
                                 : call_index_put(index_put_op(), c.grad(),
-                                                 zeros({}, c.grad().dtype()), idx, false);
+                                                 zeros({}, c.grad().options()), idx, false);
           }
           if (c.needs_grad(1)) g[1] = call_index(c.grad(), idx);
           return g;

@@ -334,7 +334,7 @@ KILN_REGISTER_OP(masked_select)
     .backward([](const BackwardContext& c) {
       const Tensor &self = c.input(0), &mask = c.input(1);
       const SymShape shape = mask_shape("masked_select", self, mask);
-      Tensor z = zeros(shape, c.grad().dtype());
+      Tensor z = zeros(shape, c.grad().options());
       return std::vector<Tensor>{z.masked_scatter(mask, c.grad()), Tensor()};
     })
     .samples([](ScalarType dt) { return masked_samples(dt, false); })
@@ -356,7 +356,7 @@ KILN_REGISTER_OP(masked_scatter)
       if (c.needs_grad(2)) {
         Tensor used = grad.masked_select(mask);
         const SymInt rest = source.sym_numel() - used.sym_numel();
-        g[2] = cat({used, zeros({rest}, grad.dtype())}).view(source.sym_sizes());
+        g[2] = cat({used, zeros({rest}, grad.options())}).view(source.sym_sizes());
       }
       return g;
     })
@@ -389,7 +389,7 @@ KILN_REGISTER_OP(take)
     .cpu(take_kernel)
     .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
-      Tensor z = zeros(c.input(0).sym_sizes(), c.grad().dtype());
+      Tensor z = zeros(c.input(0).sym_sizes(), c.grad().options());
       return std::vector<Tensor>{z.put(c.input(1), c.grad(), true), Tensor()};
     })
     .samples(take_samples)

@@ -435,7 +435,7 @@ KILN_REGISTER_OP(gather)
     .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("gather", c.attrs.i(0), c.input(0));
-      Tensor z = zeros(c.input(0).sym_sizes(), c.grad().dtype());
+      Tensor z = zeros(c.input(0).sym_sizes(), c.grad().options());
       return std::vector<Tensor>{z.scatter_add(dim, c.input(1), c.grad()), Tensor()};
     })
     .samples(gather_samples)

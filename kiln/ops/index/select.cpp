@@ -287,7 +287,7 @@ KILN_REGISTER_OP(index_select)
     .save_metadata({0})  // self: its sizes only
     .backward([](const BackwardContext& c) {
       const int64_t dim = wrap("index_select", c.attrs.i(0), c.input(0));
-      Tensor z = zeros(c.input(0).sym_sizes(), c.grad().dtype());
+      Tensor z = zeros(c.input(0).sym_sizes(), c.grad().options());
       return std::vector<Tensor>{z.index_add(dim, c.input(1), c.grad()), Tensor()};
     })
     .samples(index_select_samples)

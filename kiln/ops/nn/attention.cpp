@@ -59,7 +59,7 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, con
   Tensor scores = batched_product(q, k.transpose(-2, -1)) * attention::resolve_scale(q, a);
   if (a.b(0)) {
     const int64_t l = q.sym_size(-2).guard_int(), s = k.sym_size(-2).guard_int();
-    Tensor allowed = ones({l, s}, TensorOptions(kBool)).tril();
+    Tensor allowed = ones({l, s}, TensorOptions(kBool).device(q.device())).tril();
     scores = scores.masked_fill(allowed.logical_not(), -INFINITY);
   } else if (mask.defined()) {
     scores =

@@ -83,7 +83,7 @@ Tensor target_one_hot(const Tensor& x, const Tensor& target, int64_t ignore) {
   const int64_t c = x.sym_size(class_dim).guard_int();
   std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
   shape[class_dim] = c;
-  Tensor classes = arange(c, TensorOptions(kInt64)).view(SymIntList(shape));
+  Tensor classes = arange(c, TensorOptions(kInt64).device(x.device())).view(SymIntList(shape));
   Tensor t = x.dim() == 1 ? target : target.unsqueeze(1);
   return ((t == classes) & (t != ignore)).to(x.dtype());
 }

@@ -169,7 +169,7 @@ Tensor index_backward(const Tensor& grad, const Tensor& x, const Tensor& indices
   for (int64_t i = 0; i < n; ++i) positions[i] = i;
   SymShape shape(x.dim(), SymInt(1));
   shape[dim] = n;
-  Tensor pos = tensor(positions).reshape(shape);
+  Tensor pos = tensor(positions).to(x.device()).reshape(shape);
   Tensor g = reduce::with_kept_dims(grad, x, {dim}, keepdim);
   Tensor idx = reduce::with_kept_dims(indices, x, {dim}, keepdim);
   return g * pos.eq(idx);

@@ -1,0 +1,86 @@
+"""PyTorch's side of the CUDA backend benchmark, and the comparison (bench/RESULTS-cuda.md).
+
+    python3 bench/cuda.py path/to/build/bench/cuda_bench
+
+Times the same cases as bench/cuda.cpp, the same way (median of 9 timed runs of `inner` calls
+between synchronisations, after 3 warm-up calls), on the same GPU in the same run, and prints
+Kiln's time, torch's, their ratio (below 1: Kiln faster) and the achieved bandwidth or rate.
+"""
+import subprocess
+import sys
+import time
+
+import torch
+
+
+def median_seconds(f, inner, repeats=9):
+    for _ in range(3):
+        f()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(inner):
+            f()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) / inner)
+    return sorted(times)[len(times) // 2]
+
+
+def torch_cases():
+    torch.manual_seed(0)
+    out = {}
+    n = 1 << 26
+    a = torch.randn(n, device="cuda")
+    b = torch.randn(n, device="cuda")
+    out["add_f32_2^26"] = median_seconds(lambda: a + b, 20)
+    h = a.to(torch.bfloat16)
+    out["gelu_bf16_2^26"] = median_seconds(lambda: torch.nn.functional.gelu(h), 20)
+    at = a.view(8192, 8192).t()
+    out["copy_transpose_f32_8192^2"] = median_seconds(lambda: at.contiguous(), 20)
+    del a, b, h, at
+    a = torch.randn(8192, 8192, device="cuda").to(torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda").to(torch.bfloat16)
+    out["mm_bf16_8192"] = median_seconds(lambda: a @ b, 10)
+    af, bf = a.float(), b.float()
+    torch.backends.cuda.matmul.allow_tf32 = False  # Kiln's float32 default, and torch's
+    out["mm_f32_4096"] = median_seconds(lambda: af[:4096] @ bf[:, :4096], 10)
+    x = torch.ones(1, device="cuda")
+    y = torch.ones(1, device="cuda")
+    out["add_1_element"] = median_seconds(lambda: x + y, 2000)
+    return out
+
+
+# Bytes each case must move (read + write) or flops it must do, for the achieved rate.
+WORK = {
+    "add_f32_2^26": ("GB/s", 3 * 4 * (1 << 26)),
+    "gelu_bf16_2^26": ("GB/s", 2 * 2 * (1 << 26)),
+    "copy_transpose_f32_8192^2": ("GB/s", 2 * 4 * 8192 * 8192),
+    "mm_bf16_8192": ("TFLOP/s", 2 * 8192**3),
+    "mm_f32_4096": ("TFLOP/s", 2 * 4096 * 4096 * 8192),
+    "add_1_element": ("us", None),
+}
+
+
+def main():
+    kiln = {}
+    result = subprocess.run([sys.argv[1]], capture_output=True, text=True, check=True)
+    for line in result.stdout.splitlines():
+        name, seconds = line.split()
+        kiln[name] = float(seconds)
+    ref = torch_cases()
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print(f"{'case':28} {'kiln':>12} {'torch':>12} {'kiln/torch':>10}  rate (kiln, torch)")
+    for name, t in ref.items():
+        k = kiln.get(name, float("nan"))
+        unit, work = WORK[name]
+        if work is None:
+            rate = f"{k * 1e6:.2f} us, {t * 1e6:.2f} us"
+        else:
+            scale = 1e9 if unit == "GB/s" else 1e12
+            rate = f"{work / k / scale:.1f}, {work / t / scale:.1f} {unit}"
+        print(f"{name:28} {k * 1e6:10.1f}us {t * 1e6:10.1f}us {k / t:10.2f}  {rate}")
+
+
+if __name__ == "__main__":
+    main()

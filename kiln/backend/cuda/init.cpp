@@ -1,0 +1,19 @@
+// What Kiln's device-backend autoload calls when it loads libkiln_cuda.so.
+#include <mutex>
+
+#include "kiln/backend/cuda/backend.h"
+#include "kiln/backend/cuda/gemm.h"
+#include "kiln/backend/cuda/pointwise_kernel.h"
+#include "kiln/core/cuda_hooks.h"
+
+extern "C" __attribute__((visibility("default"))) void kiln_device_backend_init() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto backend = std::make_unique<kiln::cuda::CudaBackend>();
+    kiln::cuda::CudaBackend* b = backend.get();
+    kiln::register_device_backend(std::move(backend));
+    kiln::cuda::register_hooks(*b);
+    kiln::cuda::register_pointwise_kernels();
+    kiln::cuda::register_gemm_kernels();
+  });
+}

@@ -1,0 +1,235 @@
+#include "kiln/backend/cuda/pointwise_source.h"
+
+#include <sstream>
+
+#include "kiln/core/error.h"
+
+namespace kiln::cuda {
+namespace {
+
+using lowering::Expr;
+
+bool is_16bit(ScalarType t) { return t == kFloat16 || t == kBFloat16; }
+
+// The C++ type values of dtype t are computed in (16-bit floats in float), as in the CPU code
+// generator (kiln/compile/codegen/cpp_codegen.cpp).
+std::string compute_type(ScalarType t) {
+  switch (t) {
+    case kFloat64:
+      return "double";
+    case kFloat32:
+    case kFloat16:
+    case kBFloat16:
+      return "float";
+    case kInt64:
+      return "int64_t";
+    case kInt32:
+      return "int32_t";
+    case kInt16:
+      return "int16_t";
+    case kInt8:
+      return "int8_t";
+    case kUInt8:
+      return "uint8_t";
+    case kBool:
+      return "bool";
+    default:
+      KILN_FAIL("cuda: internal error: no C++ type for dtype ", t);
+  }
+}
+
+std::string storage_type(ScalarType t) {
+  if (t == kFloat16) return "kiln::Half";
+  if (t == kBFloat16) return "kiln::BFloat16";
+  return compute_type(t);
+}
+
+// x (a value computed as `from`) converted to dtype `to` as eager's casts convert: 16-bit floats
+// round to their storage type.
+std::string convert(const std::string& x, ScalarType from, ScalarType to) {
+  if (from == to) return x;
+  if (is_16bit(to))
+    return "static_cast<float>(" + storage_type(to) + "(static_cast<float>(" + x + ")))";
+  if (compute_type(from) == compute_type(to)) return x;
+  return "static_cast<" + compute_type(to) + ">(" + x + ")";
+}
+
+std::string scalar_slot(int slot) { return "args.scalars[" + std::to_string(slot) + "]"; }
+
+// Renders an expression; constants and parameters take consecutive scalar slots from `next`, in
+// the order collect_constants visits them.
+struct Renderer {
+  const std::vector<ScalarType>& dtypes;
+  int next;
+
+  std::string expr(const Expr& e) {
+    switch (e.kind) {
+      case Expr::Kind::Input:
+        return convert("x" + std::to_string(e.input), dtypes.at(e.input), e.dtype);
+      case Expr::Kind::Constant:
+        return "static_cast<" + compute_type(e.dtype) + ">(" + scalar_slot(next++) + ".f)";
+      case Expr::Kind::Cast:
+        return convert(expr(*e.args[0]), e.args[0]->dtype, e.dtype);
+      case Expr::Kind::Call: {
+        std::string s = "kiln::scalar::" + e.functor + "{";
+        for (size_t i = 0; i < e.params.size(); ++i)
+          s += (i ? ", " : "") + scalar_slot(next++) + ".f";
+        s += "}(";
+        for (size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + expr(*e.args[i]);
+        return s + ")";
+      }
+    }
+    return "";
+  }
+};
+
+void collect_constants(const Expr& e, std::vector<double>& out) {
+  if (e.kind == Expr::Kind::Constant) out.push_back(e.value);
+  out.insert(out.end(), e.params.begin(), e.params.end());
+  for (const auto& a : e.args) collect_constants(*a, out);
+}
+
+void structure(const Expr& e, std::ostream& os) {
+  switch (e.kind) {
+    case Expr::Kind::Input:
+      os << e.dtype << "(in" << e.input << ")";
+      return;
+    case Expr::Kind::Constant:
+      os << e.dtype << "(c)";
+      return;
+    case Expr::Kind::Cast:
+    case Expr::Kind::Call:
+      os << (e.kind == Expr::Kind::Cast ? std::string("cast") : e.functor) << "{" << e.params.size()
+         << "}" << e.dtype << "(";
+      for (size_t i = 0; i < e.args.size(); ++i) {
+        if (i) os << ", ";
+        structure(*e.args[i], os);
+      }
+      os << ")";
+      return;
+  }
+}
+
+void mark_read(const Expr& e, std::vector<bool>& read) {
+  if (e.kind == Expr::Kind::Input) {
+    KILN_CHECK(e.input >= 0 && static_cast<size_t>(e.input) < read.size(),
+               "cuda: internal error: pointwise expression reads input ", e.input, " of ",
+               read.size());
+    read[e.input] = true;
+  }
+  for (const auto& a : e.args) mark_read(*a, read);
+}
+
+// The grid-stride loop over the output's elements, index type I: offsets o<k> of each tensor
+// operand, then the loads, the expression and the store.
+void emit_loop(std::ostream& os, const std::vector<int>& tensors, int ndim,
+               const std::string& body) {
+  os << "    const I n = static_cast<I>(args.numel);\n"
+     << "    const I step = static_cast<I>(blockDim.x) * static_cast<I>(gridDim.x);\n"
+     << "    for (I i = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + "
+        "static_cast<I>(threadIdx.x); i < n; i += step) {\n";
+  for (int k : tensors) os << "      int64_t o" << k << " = 0;\n";
+  if (ndim > 1) os << "      I r = i;\n";
+  for (int d = ndim - 1; d >= 0; --d) {
+    os << "      {\n";
+    if (d > 0) {
+      os << "        const I size = static_cast<I>(args.sizes[" << d << "]);\n"
+         << "        const I q = r / size;\n"
+         << "        const int64_t x = static_cast<int64_t>(r - q * size);\n"
+         << "        r = q;\n";
+    } else {
+      os << "        const int64_t x = static_cast<int64_t>(" << (ndim > 1 ? "r" : "i") << ");\n";
+    }
+    for (int k : tensors)
+      os << "        o" << k << " += x * args.strides[" << k << "][" << d << "];\n";
+    os << "      }\n";
+  }
+  os << body << "    }\n";
+}
+
+}  // namespace
+
+std::vector<bool> inputs_read(const Expr& out, size_t n) {
+  std::vector<bool> read(n, false);
+  mark_read(out, read);
+  return read;
+}
+
+std::vector<double> pointwise_constants(const Expr& out) {
+  std::vector<double> c;
+  collect_constants(out, c);
+  return c;
+}
+
+std::string pointwise_structure(const Expr& out) {
+  std::ostringstream os;
+  structure(out, os);
+  return os.str();
+}
+
+std::string pointwise_source(const Expr& out, const std::vector<ScalarType>& input_dtypes,
+                             ScalarType output_dtype, int ndim, std::string kernel_name,
+                             const std::vector<bool>& host_scalars) {
+  const size_t n = input_dtypes.size();
+  KILN_CHECK(ndim >= 0 && ndim <= kMaxPointwiseDims, "cuda: pointwise kernels take 0 to ",
+             kMaxPointwiseDims, " dims, not ", ndim);
+  KILN_CHECK(host_scalars.empty() || host_scalars.size() == n,
+             "cuda: internal error: ", host_scalars.size(), " host-scalar flags for ", n,
+             " inputs");
+  const std::vector<bool> read = inputs_read(out, n);
+  auto is_host = [&](size_t k) { return !host_scalars.empty() && host_scalars[k]; };
+
+  // Loads of the inputs the expression reads; host scalars come first among the scalars.
+  std::ostringstream body;
+  std::vector<int> tensors = {0};  // operands indexed in memory: the output, tensor inputs
+  int slot = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const int operand = static_cast<int>(k) + 1;
+    if (is_host(k)) {
+      const int s = slot++;
+      if (!read[k]) continue;
+      const ScalarType t = input_dtypes[k];
+      body << "      const " << compute_type(t) << " x" << k << " = ";
+      if (t == kBool)
+        body << scalar_slot(s) << ".i != 0;\n";
+      else
+        body << "static_cast<" << compute_type(t) << ">(" << scalar_slot(s)
+             << (is_floating_point(t) ? ".f" : ".i") << ");\n";
+    } else if (read[k]) {
+      tensors.push_back(operand);
+      const ScalarType t = input_dtypes[k];
+      body << "      const " << compute_type(t) << " x" << k << " = static_cast<" << compute_type(t)
+           << ">(reinterpret_cast<const " << storage_type(t) << "*>(args.data[" << operand << "])[o"
+           << operand << "]);\n";
+    }
+  }
+  Renderer r{input_dtypes, slot};
+  const std::string value = convert(r.expr(out), out.dtype, output_dtype);
+  const int scalars = r.next;
+  body << "      const " << compute_type(output_dtype) << " y = " << value << ";\n"
+       << "      reinterpret_cast<" << storage_type(output_dtype)
+       << "*>(args.data[0])[o0] = static_cast<" << storage_type(output_dtype) << ">(y);\n";
+
+  std::ostringstream os;
+  os << "#include \"kiln/backend/scalar.h\"\n\n"
+     << "// " << pointwise_structure(out) << "\n"
+     << "union ScalarArg {\n  double f;\n  int64_t i;\n};\n"
+     << "struct TensorArgs {\n"
+     << "  char* data[" << n + 1 << "];\n"
+     << "  int64_t sizes[" << kMaxPointwiseDims << "];\n"
+     << "  int64_t strides[" << n + 1 << "][" << kMaxPointwiseDims << "];\n"
+     << "  int64_t numel;\n";
+  if (scalars > 0) os << "  ScalarArg scalars[" << scalars << "];\n";
+  os << "};\n\n"
+     << "extern \"C\" __global__ void " << kernel_name << "(const TensorArgs args) {\n"
+     << "  if (args.numel <= 0x7fffffff) {\n"
+     << "    using I = unsigned int;\n";
+  emit_loop(os, tensors, ndim, body.str());
+  os << "  } else {\n"
+     << "    using I = int64_t;\n";
+  emit_loop(os, tensors, ndim, body.str());
+  os << "  }\n}\n";
+  return os.str();
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,169 @@
+// The core's handling of devices other than the CPU, through the kilntest backend
+// (tests/device_backend): factories, copies, kernel choice, the CPU fallback, autograd and
+// optimizers on a device.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "kiln/core/cpu_fallback.h"
+#include "kiln/core/device_backend.h"
+#include "kiln/kiln.h"
+#include "tests/device_backend/kilntest_backend.h"
+
+namespace kiln {
+namespace {
+
+class DeviceBackendTest : public ::testing::Test {
+ protected:
+  // Before any fixture exists: the members below name the backend's device type.
+  static void SetUpTestSuite() {
+    const char* moved = std::getenv("KILN_TEST_BACKEND_PATH");  // a copy on another machine
+    if (!device_backend(kPrivateUse1)) load_device_backend(moved ? moved : KILN_TEST_BACKEND_PATH);
+  }
+  void SetUp() override { ASSERT_NE(device_backend(kPrivateUse1), nullptr); }
+  const Device dev{"kilntest:0"};
+  const Device dev1{"kilntest:1"};
+};
+
+Tensor iota(std::vector<int64_t> sizes, ScalarType dt = kFloat32) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return arange(n).to(dt).reshape(sizes);
+}
+
+TEST_F(DeviceBackendTest, NamesAndResolvesDevices) {
+  EXPECT_EQ(device_type_name(kPrivateUse1), "kilntest");
+  EXPECT_EQ(Device("kilntest"), Device("kilntest:0"));  // 0 is current
+  EXPECT_NE(Device("kilntest"), Device("kilntest:1"));
+  EXPECT_EQ(Device("kilntest").resolved().str(), "kilntest:0");
+  Tensor t = zeros({2}, TensorOptions().device(Device("kilntest")));
+  EXPECT_EQ(t.device().str(), "kilntest:0");  // tensors carry the index they were made on
+  EXPECT_THROW(Device("kilnfoo"), Error);
+}
+
+TEST_F(DeviceBackendTest, FactoriesAllocateOnTheirOutputDevice) {
+  const int64_t before = kilntest::counters().allocations[1];
+  Tensor t = full({2, 3}, 7.0, TensorOptions().device(dev1));
+  EXPECT_EQ(t.device(), dev1);
+  EXPECT_EQ(kilntest::counters().allocations[1], before + 1);
+  Tensor back = t.cpu();
+  EXPECT_TRUE(back.is_cpu());
+  EXPECT_TRUE(allclose(back, full({2, 3}, 7.0)));
+  EXPECT_EQ(device_backend(kPrivateUse1)->current_device(), 0);  // the guard restored it
+}
+
+TEST_F(DeviceBackendTest, CopiesKeepValuesLayoutsAndDtypes) {
+  Tensor x = iota({4, 5}).t();  // non-contiguous
+  Tensor d = x.to(dev);
+  EXPECT_EQ(d.device(), dev);
+  EXPECT_TRUE(equal(d.cpu(), x));
+  Tensor h = x.to(dev, kFloat64).to(Device(kCPU));
+  EXPECT_EQ(h.dtype(), kFloat64);
+  EXPECT_TRUE(equal(h, x.to(kFloat64)));
+  Tensor other = d.to(dev1);  // device to device
+  EXPECT_EQ(other.device(), dev1);
+  EXPECT_TRUE(equal(other.cpu(), x));
+  Tensor dst = zeros({5, 4}, TensorOptions().device(dev));
+  dst.copy_(iota({5, 4}));  // copy_ from the CPU into device memory
+  EXPECT_TRUE(equal(dst.cpu(), iota({5, 4})));
+}
+
+TEST_F(DeviceBackendTest, MixedDevicesAreAClearError) {
+  Tensor a = ones({3}), b = ones({3}, TensorOptions().device(dev));
+  try {
+    mul(a, b);
+    FAIL() << "mixing devices must throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mul: expected all tensors to be on the same device, "
+                                         "but found cpu and kilntest:0"),
+              std::string::npos)
+        << e.what();
+  }
+  // A CPU scalar joins a device tensor, as in PyTorch.
+  EXPECT_TRUE(allclose(mul(b, scalar_tensor(3.0)).cpu(), full({3}, 3.0)));
+}
+
+TEST_F(DeviceBackendTest, NativeKernelsRunAndOthersFallBack) {
+  Tensor a = iota({3}).to(dev), b = ones({3}).to(dev);
+  const int64_t adds = kilntest::counters().native_adds;
+  Tensor s = add(a, b);
+  EXPECT_EQ(kilntest::counters().native_adds, adds + 1);
+  Tensor p = mul(a, b);  // no kilntest kernel: the CPU fallback
+  EXPECT_EQ(p.device(), dev);
+  EXPECT_TRUE(equal(s.cpu(), iota({3}) + 1));
+  EXPECT_TRUE(equal(p.cpu(), iota({3})));
+  auto ops = cpu_fallback_ops();
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "mul on kilntest"), ops.end());
+  a.add_(b);  // the in-place variant gets the native kernel too
+  EXPECT_EQ(kilntest::counters().native_adds, adds + 2);
+}
+
+TEST_F(DeviceBackendTest, FallbackKeepsAliasingInPlaceAndDataDependentOps) {
+  Tensor x = iota({4, 4}).to(dev);
+  Tensor row = x.narrow(0, 1, 1);
+  row.mul_(-1);  // in place on a view: the base sees it
+  Tensor expect = iota({4, 4});
+  expect.narrow(0, 1, 1).mul_(-1);
+  EXPECT_TRUE(equal(x.cpu(), expect));
+  Tensor nz = nonzero(gt(x, 10.0));  // output sizes depend on the data
+  EXPECT_EQ(nz.device(), dev);
+  EXPECT_TRUE(equal(nz.cpu(), nonzero(gt(expect, 10.0))));
+  Tensor m = x.matmul(x.t());
+  EXPECT_TRUE(allclose(m.cpu(), expect.matmul(expect.t())));
+}
+
+TEST_F(DeviceBackendTest, GradientsFlowBackToEachInputsDevice) {
+  Tensor x = iota({2, 3}).requires_grad_(true);  // on the CPU
+  Tensor w = ones({3}, TensorOptions().device(dev)).requires_grad_(true);
+  Tensor y = (x.to(dev) * w).pow(2).sum();
+  y.backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_TRUE(x.grad().is_cpu());
+  EXPECT_TRUE(allclose(x.grad(), 2 * iota({2, 3})));
+  EXPECT_EQ(w.grad().device(), dev);
+  Tensor xv = iota({2, 3});
+  EXPECT_TRUE(allclose(w.grad().cpu(), (2 * xv * xv).sum(0)));
+}
+
+TEST_F(DeviceBackendTest, OptimizersUpdateParametersAndStateOnTheirDevice) {
+  auto run = [](Device where) {
+    Tensor p = iota({5}).to(where).requires_grad_(true);
+    optim::Adam opt({p}, optim::AdamOptions(0.1));
+    for (int step = 0; step < 3; ++step) {
+      opt.zero_grad();
+      (p * p).sum().backward();
+      opt.step();
+    }
+    return p.detach();
+  };
+  Tensor on_device = run(dev), on_cpu = run(Device(kCPU));
+  EXPECT_EQ(on_device.device(), dev);
+  EXPECT_TRUE(allclose(on_device.cpu(), on_cpu));
+  EXPECT_FALSE(allclose(on_cpu, iota({5})));  // it moved
+}
+
+TEST_F(DeviceBackendTest, RandomOpsOnADeviceFollowTheSeed) {
+  manual_seed(5);
+  Tensor a = randn({8}, TensorOptions().device(dev));
+  manual_seed(5);
+  Tensor b = randn({8});
+  EXPECT_TRUE(equal(a.cpu(), b));
+}
+
+TEST_F(DeviceBackendTest, DefaultDeviceSendsFactoriesThere) {
+  DeviceGuard guard(dev1);
+  Tensor t = ones({2});
+  EXPECT_EQ(t.device(), dev1);
+}
+
+// Run by the ctest entries device_backend.autoload(_off), which set the environment.
+TEST(DeviceBackendAutoload, FollowsTheEnvironment) {
+  const char* expect = std::getenv("KILN_TEST_EXPECT_AUTOLOAD");
+  if (!expect) GTEST_SKIP() << "run through ctest's device_backend.autoload entries";
+  const bool loaded = device_backend(kPrivateUse1) != nullptr;
+  EXPECT_EQ(loaded, std::string(expect) == "1");
+  for (const auto& line : load_device_backends()) std::cout << line << "\n";
+}
+
+}  // namespace
+}  // namespace kiln
