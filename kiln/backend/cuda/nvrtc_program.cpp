@@ -17,6 +17,7 @@
 
 #include "kiln/compile/codegen/embedded_headers.h"
 #include "kiln/compile/codegen/kernel_cache.h"
+#include "kiln/compile/codegen/text_hash.h"
 #include "kiln/compile/logs.h"
 #include "kiln/core/error.h"
 
@@ -29,6 +30,9 @@ namespace fs = std::filesystem;
 
 namespace kiln::cuda {
 namespace {
+
+using compiler::fnv1a;
+using compiler::hex;
 
 // The host C++ headers scalar.h and half.h include, for NVRTC: libcu++'s, with their names
 // brought into std (libcu++ declares them in cuda::std).
@@ -66,20 +70,6 @@ const std::vector<Header>& headers() {
     return v;
   }();
   return h;
-}
-
-uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 // The toolkit's include folders: $CUDA_HOME/include, else $CUDA_PATH/include, else the build's;

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "kiln/compile/codegen/c_types.h"
 #include "kiln/core/error.h"
 
 namespace kiln::cuda {
@@ -9,50 +10,10 @@ namespace {
 
 using lowering::Expr;
 
-bool is_16bit(ScalarType t) { return t == kFloat16 || t == kBFloat16; }
-
-// The C++ type values of dtype t are computed in (16-bit floats in float), as in the CPU code
-// generator (kiln/compile/codegen/cpp_codegen.cpp).
-std::string compute_type(ScalarType t) {
-  switch (t) {
-    case kFloat64:
-      return "double";
-    case kFloat32:
-    case kFloat16:
-    case kBFloat16:
-      return "float";
-    case kInt64:
-      return "int64_t";
-    case kInt32:
-      return "int32_t";
-    case kInt16:
-      return "int16_t";
-    case kInt8:
-      return "int8_t";
-    case kUInt8:
-      return "uint8_t";
-    case kBool:
-      return "bool";
-    default:
-      KILN_FAIL("cuda: internal error: no C++ type for dtype ", t);
-  }
-}
-
-std::string storage_type(ScalarType t) {
-  if (t == kFloat16) return "kiln::Half";
-  if (t == kBFloat16) return "kiln::BFloat16";
-  return compute_type(t);
-}
-
-// x (a value computed as `from`) converted to dtype `to` as eager's casts convert: 16-bit floats
-// round to their storage type.
-std::string convert(const std::string& x, ScalarType from, ScalarType to) {
-  if (from == to) return x;
-  if (is_16bit(to))
-    return "static_cast<float>(" + storage_type(to) + "(static_cast<float>(" + x + ")))";
-  if (compute_type(from) == compute_type(to)) return x;
-  return "static_cast<" + compute_type(to) + ">(" + x + ")";
-}
+using compiler::compute_type;
+using compiler::convert;
+using compiler::is_16bit;
+using compiler::storage_type;
 
 std::string scalar_slot(int slot) { return "args.scalars[" + std::to_string(slot) + "]"; }
 
@@ -67,7 +28,8 @@ struct Renderer {
       case Expr::Kind::Input:
         return convert("x" + std::to_string(e.input), dtypes.at(e.input), e.dtype);
       case Expr::Kind::Constant:
-        return "static_cast<" + compute_type(e.dtype) + ">(" + scalar_slot(next++) + ".f)";
+        return std::string("static_cast<") + compute_type(e.dtype) + ">(" + scalar_slot(next++) +
+               ".f)";
       case Expr::Kind::Cast:
         return convert(expr(*e.args[0]), e.args[0]->dtype, e.dtype);
       case Expr::Kind::Call: {

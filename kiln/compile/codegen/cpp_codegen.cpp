@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "kiln/compile/codegen/c_types.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::compiler {
@@ -13,40 +14,7 @@ namespace {
 
 using lowering::Expr;
 
-bool is_16bit(ScalarType t) { return t == kFloat16 || t == kBFloat16; }
 bool is_vector_float(ScalarType t) { return t == kFloat32 || is_16bit(t); }
-
-// The C++ type values of dtype t are computed in (16-bit floats in float).
-const char* compute_type(ScalarType t) {
-  switch (t) {
-    case kFloat64:
-      return "double";
-    case kFloat32:
-    case kFloat16:
-    case kBFloat16:
-      return "float";
-    case kInt64:
-      return "int64_t";
-    case kInt32:
-      return "int32_t";
-    case kInt16:
-      return "int16_t";
-    case kInt8:
-      return "int8_t";
-    case kUInt8:
-      return "uint8_t";
-    case kBool:
-      return "bool";
-    default:
-      KILN_FAIL("compile: internal error: no C++ type for dtype ", t);
-  }
-}
-// The C++ type elements of dtype t are stored as.
-std::string storage_type(ScalarType t) {
-  if (t == kFloat16) return "kiln::Half";
-  if (t == kBFloat16) return "kiln::BFloat16";
-  return compute_type(t);
-}
 
 std::string literal(double v) {
   if (std::isnan(v)) return "__builtin_nan(\"\")";
@@ -54,16 +22,6 @@ std::string literal(double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%a", v);
   return buf;
-}
-
-// x (a value computed as `from`) converted to dtype `to`, as eager's casts convert: 16-bit
-// floats round to their storage type.
-std::string convert(const std::string& x, ScalarType from, ScalarType to) {
-  if (from == to) return x;
-  if (is_16bit(to))
-    return "static_cast<float>(" + storage_type(to) + "(static_cast<float>(" + x + ")))";
-  if (std::string(compute_type(from)) == compute_type(to)) return x;
-  return "static_cast<" + std::string(compute_type(to)) + ">(" + x + ")";
 }
 
 // The same conversion on a float vector (only float-valued dtypes reach the vector path).

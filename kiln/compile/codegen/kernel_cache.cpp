@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kiln/compile/codegen/embedded_headers.h"
+#include "kiln/compile/codegen/text_hash.h"
 #include "kiln/compile/logs.h"
 #include "kiln/core/error.h"
 
@@ -27,20 +28,6 @@ namespace kiln::compiler {
 namespace {
 
 constexpr size_t kMemoryEntries = 256;
-
-uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
