@@ -10,23 +10,31 @@ namespace {
 
 using lowering::Expr;
 
+constexpr int kUnroll = 4;
+
 using compiler::compute_type;
 using compiler::convert;
 using compiler::is_16bit;
 using compiler::storage_type;
 
-std::string scalar_slot(int slot) { return "args.scalars[" + std::to_string(slot) + "]"; }
+std::string scalar_slot(int slot) {
+  return std::string("args.scalars[") + std::to_string(slot) + "]";
+}
 
 // Renders an expression; constants and parameters take consecutive scalar slots from `next`, in
 // the order collect_constants visits them.
 struct Renderer {
   const std::vector<ScalarType>& dtypes;
   int next;
+  std::string suffix;      // of tensor inputs' variables: the element's slot in an unrolled loop
+  std::vector<bool> host;  // inputs that are host scalars (one variable for every slot)
 
   std::string expr(const Expr& e) {
     switch (e.kind) {
       case Expr::Kind::Input:
-        return convert("x" + std::to_string(e.input), dtypes.at(e.input), e.dtype);
+        return convert(
+            std::string("x") + std::to_string(e.input) + (host.at(e.input) ? "" : suffix),
+            dtypes.at(e.input), e.dtype);
       case Expr::Kind::Constant:
         return std::string("static_cast<") + compute_type(e.dtype) + ">(" + scalar_slot(next++) +
                ".f)";
@@ -109,6 +117,16 @@ void emit_loop(std::ostream& os, const std::vector<int>& tensors, int ndim,
   os << body << "    }\n";
 }
 
+// The unrolled grid-stride loop of a kernel over at most one dim (pointwise_source).
+void emit_unrolled_loop(std::ostream& os, const std::string& body) {
+  os << "    const I n = static_cast<I>(args.numel);\n"
+     << "    const I block = static_cast<I>(blockDim.x);\n"
+     << "    const I step = block * static_cast<I>(gridDim.x) * " << kUnroll << ";\n"
+     << "    for (I base = static_cast<I>(blockIdx.x) * block * " << kUnroll
+     << " + static_cast<I>(threadIdx.x); base < n; base += step) {\n"
+     << body << "    }\n";
+}
+
 }  // namespace
 
 std::vector<bool> inputs_read(const Expr& out, size_t n) {
@@ -140,37 +158,59 @@ std::string pointwise_source(const Expr& out, const std::vector<ScalarType>& inp
              " inputs");
   const std::vector<bool> read = inputs_read(out, n);
   auto is_host = [&](size_t k) { return !host_scalars.empty() && host_scalars[k]; };
+  std::vector<bool> host(n);
+  for (size_t k = 0; k < n; ++k) host[k] = is_host(k);
 
-  // Loads of the inputs the expression reads; host scalars come first among the scalars.
-  std::ostringstream body;
-  std::vector<int> tensors = {0};  // operands indexed in memory: the output, tensor inputs
+  // Host scalars come first among the scalars; tensor operands are indexed in memory (the
+  // output and the tensor inputs the expression reads).
+  std::vector<int> tensors = {0};
+  std::string scalar_loads;
   int slot = 0;
   for (size_t k = 0; k < n; ++k) {
-    const int operand = static_cast<int>(k) + 1;
     if (is_host(k)) {
       const int s = slot++;
       if (!read[k]) continue;
       const ScalarType t = input_dtypes[k];
-      body << "      const " << compute_type(t) << " x" << k << " = ";
+      scalar_loads += "      const " + std::string(compute_type(t)) + std::string(" x") +
+                      std::to_string(k) + " = ";
       if (t == kBool)
-        body << scalar_slot(s) << ".i != 0;\n";
+        scalar_loads += scalar_slot(s) + ".i != 0;\n";
       else
-        body << "static_cast<" << compute_type(t) << ">(" << scalar_slot(s)
-             << (is_floating_point(t) ? ".f" : ".i") << ");\n";
+        scalar_loads += std::string("static_cast<") + compute_type(t) + ">(" + scalar_slot(s) +
+                        (is_floating_point(t) ? ".f" : ".i") + ");\n";
     } else if (read[k]) {
-      tensors.push_back(operand);
-      const ScalarType t = input_dtypes[k];
-      body << "      const " << compute_type(t) << " x" << k << " = static_cast<" << compute_type(t)
-           << ">(reinterpret_cast<const " << storage_type(t) << "*>(args.data[" << operand << "])[o"
-           << operand << "]);\n";
+      tensors.push_back(static_cast<int>(k) + 1);
     }
   }
-  Renderer r{input_dtypes, slot};
-  const std::string value = convert(r.expr(out), out.dtype, output_dtype);
-  const int scalars = r.next;
-  body << "      const " << compute_type(output_dtype) << " y = " << value << ";\n"
-       << "      reinterpret_cast<" << storage_type(output_dtype)
-       << "*>(args.data[0])[o0] = static_cast<" << storage_type(output_dtype) << ">(y);\n";
+  // The loads of element `u` (suffix _u; "" outside an unrolled loop) into x<k>_u, and its
+  // computation and store.
+  auto tensor_loads = [&](const std::string& u, bool guarded) {
+    std::string out;
+    for (size_t k = 0; k < n; ++k) {
+      if (is_host(k) || !read[k]) continue;
+      const std::string t = compute_type(input_dtypes[k]), op = std::to_string(k + 1);
+      const std::string load = "static_cast<" + t + ">(reinterpret_cast<const " +
+                               storage_type(input_dtypes[k]) + "*>(args.data[" + op + "])[o" + op +
+                               u + "])";
+      if (guarded)
+        out += "      " + t + std::string(" x") + std::to_string(k) + u + "{};\n      if (ok" + u +
+               ") x" + std::to_string(k) + u + " = " + load + ";\n";
+      else
+        out +=
+            "      const " + t + std::string(" x") + std::to_string(k) + u + " = " + load + ";\n";
+    }
+    return out;
+  };
+  int scalars = slot;
+  auto compute_store = [&](const std::string& u) {
+    Renderer r{input_dtypes, slot, u, host};
+    const std::string v = convert(r.expr(out), out.dtype, output_dtype);
+    scalars = r.next;
+    return "      const " + std::string(compute_type(output_dtype)) + " y" + u + " = " + v +
+           ";\n      reinterpret_cast<" + storage_type(output_dtype) + "*>(args.data[0])[o0" + u +
+           "] = static_cast<" + storage_type(output_dtype) + ">(y" + u + ");\n";
+  };
+  const std::string body = scalar_loads + tensor_loads("", false) + compute_store("");
 
   std::ostringstream os;
   os << "#include \"kiln/backend/scalar.h\"\n\n"
@@ -186,10 +226,35 @@ std::string pointwise_source(const Expr& out, const std::vector<ScalarType>& inp
      << "extern \"C\" __global__ void " << kernel_name << "(const TensorArgs args) {\n"
      << "  if (args.numel <= 0x7fffffff) {\n"
      << "    using I = unsigned int;\n";
-  emit_loop(os, tensors, ndim, body.str());
+  if (ndim <= 1) {
+    // Contiguous or one strided dim: kUnroll elements per thread, all loaded before any is
+    // computed, so each thread keeps several loads in flight (16-bit dtypes need it to reach
+    // the memory's bandwidth); consecutive threads still read consecutive elements.
+    std::string unrolled = scalar_loads;
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::string su = std::string("_") + std::to_string(u);
+      unrolled += "      const I i" + su + std::string(" = base + ") + std::to_string(u) +
+                  " * block;\n      const bool ok" + su + " = i" + su + " < n;\n";
+      for (int k : tensors)
+        unrolled += std::string("      const int64_t o") + std::to_string(k) + su + " = " +
+                    (ndim == 1 ? "static_cast<int64_t>(i" + su + ") * args.strides[" +
+                                     std::to_string(k) + "][0]"
+                               : std::string("0")) +
+                    ";\n";
+    }
+    for (int u = 0; u < kUnroll; ++u)
+      unrolled += tensor_loads(std::string("_") + std::to_string(u), true);
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::string su = std::string("_") + std::to_string(u);
+      unrolled += "      if (ok" + su + ") {\n" + compute_store(su) + "      }\n";
+    }
+    emit_unrolled_loop(os, unrolled);
+  } else {
+    emit_loop(os, tensors, ndim, body);
+  }
   os << "  } else {\n"
      << "    using I = int64_t;\n";
-  emit_loop(os, tensors, ndim, body.str());
+  emit_loop(os, tensors, ndim, body);
   os << "  }\n}\n";
   return os.str();
 }
