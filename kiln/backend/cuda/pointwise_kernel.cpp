@@ -10,6 +10,7 @@
 #include "kiln/backend/cuda/nvrtc_program.h"
 #include "kiln/backend/cuda/pointwise_source.h"
 #include "kiln/backend/cuda/runtime.h"
+#include "kiln/compile/codegen/text_hash.h"
 
 namespace kiln::cuda {
 namespace {
@@ -114,10 +115,7 @@ cudaKernel_t load_kernel(int dev, const std::string& sig, Source source) {
     std::lock_guard<std::mutex> lock(ks.mu);
     if (auto it = ks.loaded.find(key); it != ks.loaded.end()) return it->second;
   }
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : sig) h = (h ^ c) * 1099511628211ull;
-  char name[40];
-  std::snprintf(name, sizeof(name), "kiln_pointwise_%016llx", static_cast<unsigned long long>(h));
+  const std::string name = "kiln_pointwise_" + compiler::hex(compiler::fnv1a(sig));
   const std::string ptx = compile_to_ptx(source(name), name, device_info(dev).arch);
   std::lock_guard<std::mutex> lock(ks.mu);
   if (auto it = ks.loaded.find(key); it != ks.loaded.end()) return it->second;
@@ -125,7 +123,7 @@ cudaKernel_t load_kernel(int dev, const std::string& sig, Source source) {
   detail::check(cudaLibraryLoadData(&lib, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0),
                 "cudaLibraryLoadData (generated pointwise kernel)");
   cudaKernel_t fn = nullptr;
-  detail::check(cudaLibraryGetKernel(&fn, lib, name), "cudaLibraryGetKernel");
+  detail::check(cudaLibraryGetKernel(&fn, lib, name.c_str()), "cudaLibraryGetKernel");
   ks.loaded.emplace(key, fn);
   return fn;
 }
