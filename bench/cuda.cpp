@@ -40,6 +40,10 @@ int main() {
     std::printf("add_f32_2^26 %.9f\n", median_seconds([&] { Tensor c = a + b; }, 20));
     Tensor h = a.to(kBFloat16);
     std::printf("gelu_bf16_2^26 %.9f\n", median_seconds([&] { Tensor c = gelu(h); }, 20));
+    Tensor m = a.view({8192, 8192});
+    std::printf("sum_rows_f32_8192^2 %.9f\n", median_seconds([&] { Tensor c = m.sum(1); }, 20));
+    std::printf("softmax_f32_8192^2 %.9f\n",
+                median_seconds([&] { Tensor c = softmax(m, 1); }, 20));
     Tensor at = a.view({8192, 8192}).t();
     std::printf("copy_transpose_f32_8192^2 %.9f\n",
                 median_seconds([&] { Tensor c = at.contiguous(); }, 20));

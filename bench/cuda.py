@@ -36,6 +36,9 @@ def torch_cases():
     out["add_f32_2^26"] = median_seconds(lambda: a + b, 20)
     h = a.to(torch.bfloat16)
     out["gelu_bf16_2^26"] = median_seconds(lambda: torch.nn.functional.gelu(h), 20)
+    m = a.view(8192, 8192)
+    out["sum_rows_f32_8192^2"] = median_seconds(lambda: m.sum(1), 20)
+    out["softmax_f32_8192^2"] = median_seconds(lambda: torch.softmax(m, 1), 20)
     at = a.view(8192, 8192).t()
     out["copy_transpose_f32_8192^2"] = median_seconds(lambda: at.contiguous(), 20)
     del a, b, h, at
@@ -56,6 +59,8 @@ WORK = {
     "add_f32_2^26": ("GB/s", 3 * 4 * (1 << 26)),
     "gelu_bf16_2^26": ("GB/s", 2 * 2 * (1 << 26)),
     "copy_transpose_f32_8192^2": ("GB/s", 2 * 4 * 8192 * 8192),
+    "sum_rows_f32_8192^2": ("GB/s", 4 * 8192 * 8192 + 4 * 8192),
+    "softmax_f32_8192^2": ("GB/s", 2 * 4 * 8192 * 8192),
     "mm_bf16_8192": ("TFLOP/s", 2 * 8192**3),
     "mm_f32_4096": ("TFLOP/s", 2 * 4096 * 4096 * 8192),
     "add_1_element": ("us", None),
