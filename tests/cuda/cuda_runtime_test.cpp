@@ -69,6 +69,32 @@ TEST(CudaBackend, PointwiseAndMatmulRunNatively) {
     EXPECT_EQ(std::find(ops.begin(), ops.end(), native), ops.end()) << native << " fell back";
 }
 
+TEST(CudaBackend, ReductionsAndSoftmaxMatchTheCpuAtEverySize) {
+  REQUIRE_GPU();
+  manual_seed(2);
+  // Short rows (lane groups), long rows (a block each), few very long rows (split over blocks),
+  // reduced dims that are not last, and 16-bit inputs.
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{1 << 22}, {3, 20000}, {4096, 7},
+                                     {33, 1500}, {8, 64, 130}}) {
+    SCOPED_TRACE(::testing::PrintToString(shape));
+    Tensor x = randn(shape), g = x.cuda();
+    const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+    EXPECT_TRUE(allclose(g.sum().cpu(), x.sum(), 1e-3, 1e-4));
+    EXPECT_TRUE(allclose(g.mean(last).cpu(), x.mean(last), 1e-5, 1e-5));
+    EXPECT_TRUE(equal(g.amax(0).cpu(), x.amax(0)));
+    EXPECT_TRUE(equal(g.amin(last, true).cpu(), x.amin(last, true)));
+    EXPECT_TRUE(allclose(softmax(g, last).cpu(), softmax(x, last), 1e-6, 1e-5));
+    EXPECT_TRUE(allclose(log_softmax(g, 0).cpu(), log_softmax(x, 0), 1e-5, 1e-5));
+    Tensor h = x.to(kBFloat16);
+    EXPECT_TRUE(allclose(h.cuda().sum(last).cpu().to(kFloat32), h.sum(last).to(kFloat32), 1e-2,
+                         2e-2));
+  }
+  auto ops = cpu_fallback_ops();
+  for (const char* native : {"sum on cuda", "mean on cuda", "amax on cuda", "amin on cuda",
+                             "softmax on cuda", "log_softmax on cuda", "copy_ on cuda"})
+    EXPECT_EQ(std::find(ops.begin(), ops.end(), native), ops.end()) << native << " fell back";
+}
+
 TEST(CudaBackend, MixedDeviceInputsAreAClearError) {
   REQUIRE_GPU();
   Tensor a = ones({3}), b = ones({3}).cuda();

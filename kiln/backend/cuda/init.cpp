@@ -2,8 +2,10 @@
 #include <mutex>
 
 #include "kiln/backend/cuda/backend.h"
+#include "kiln/backend/cuda/copy.h"
 #include "kiln/backend/cuda/gemm.h"
 #include "kiln/backend/cuda/pointwise_kernel.h"
+#include "kiln/backend/cuda/reduce.h"
 #include "kiln/core/cuda_hooks.h"
 
 extern "C" __attribute__((visibility("default"))) void kiln_device_backend_init() {
@@ -14,6 +16,8 @@ extern "C" __attribute__((visibility("default"))) void kiln_device_backend_init(
     kiln::register_device_backend(std::move(backend));
     kiln::cuda::register_hooks(*b);
     kiln::cuda::register_pointwise_kernels();
+    kiln::cuda::register_copy_kernels();  // after the pointwise kernels: _to_copy has one too
     kiln::cuda::register_gemm_kernels();
+    kiln::cuda::register_reduce_kernels();
   });
 }

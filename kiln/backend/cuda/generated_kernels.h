@@ -1,0 +1,20 @@
+#pragma once
+// Kernels generated at run time (pointwise_kernel.cpp, reduce.cpp): compiled by NVRTC for the
+// device's architecture (nvrtc_program.h, which caches the PTX on disk), loaded once per device
+// and kept loaded until the process exits.
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <string>
+
+namespace kiln::cuda {
+
+// The kernel `name` on device `dev`; `source()` is called only when it is not loaded yet, and
+// must define `extern "C" __global__ void <name>`. `name` must determine the source.
+cudaKernel_t generated_kernel(int dev, const std::string& name,
+                              const std::function<std::string()>& source);
+
+// The device's multiprocessor count (what launch sizes are chosen by).
+int multiprocessors(int dev);
+
+}  // namespace kiln::cuda
