@@ -24,14 +24,15 @@ cpu::SpmmReduce parse_reduce(const std::string& reduce) {
 
 // The row of every stored entry (crow [rows + 1] -> [nnz]); integer data, no gradient.
 Tensor csr_row_ids(const Tensor& crow) {
-  Tensor c = crow.to(kInt64).contiguous();
+  // The row ids are computed on the host (crow may be on a device) and returned on crow's device.
+  Tensor c = crow.to(Device(kCPU), kInt64).contiguous();
   const int64_t rows = c.sym_numel().guard_int() - 1;
   const int64_t* p = c.data_ptr<int64_t>();
   Tensor out = empty({p[rows]}, TensorOptions(kInt64));
   int64_t* o = out.data_ptr<int64_t>();
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = p[i]; j < p[i + 1]; ++j) o[j] = i;
-  return out;
+  return out.to(crow.device());
 }
 
 void check_structure(const Tensor& crow, const Tensor& col, const Tensor& values, int64_t rows,
@@ -47,7 +48,7 @@ void check_structure(const Tensor& crow, const Tensor& col, const Tensor& values
   const int64_t nnz = col.sym_size(0).guard_int();
   KILN_CHECK(values.sym_size(0) == nnz, "sparse_csr_tensor: ", nnz, " column indices but ",
              values.sym_size(0).guard_int(), " values");
-  Tensor c = crow.contiguous(), k = col.contiguous();
+  Tensor c = crow.cpu().contiguous(), k = col.cpu().contiguous();  // read on the host
   const int64_t* cp = c.data_ptr<int64_t>();
   KILN_CHECK(cp[0] == 0 && cp[rows] == nnz,
              "sparse_csr_tensor: crow_indices must start at 0 and "

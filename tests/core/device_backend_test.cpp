@@ -9,6 +9,7 @@
 #include "kiln/core/device_backend.h"
 #include "kiln/kiln.h"
 #include "tests/device_backend/kilntest_backend.h"
+#include "tests/ops/op_test_util.h"
 
 namespace kiln {
 namespace {
@@ -17,8 +18,7 @@ class DeviceBackendTest : public ::testing::Test {
  protected:
   // Before any fixture exists: the members below name the backend's device type.
   static void SetUpTestSuite() {
-    const char* moved = std::getenv("KILN_TEST_BACKEND_PATH");  // a copy on another machine
-    if (!device_backend(kPrivateUse1)) load_device_backend(moved ? moved : KILN_TEST_BACKEND_PATH);
+    if (!device_backend(kPrivateUse1)) load_device_backend(testing::test_backend_path());
   }
   void SetUp() override { ASSERT_NE(device_backend(kPrivateUse1), nullptr); }
   const Device dev{"kilntest:0"};

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "kiln/core/device_backend.h"
 #include "kiln/kiln.h"
 #include "kiln/ops/registry.h"
 #include "tests/ops/op_test_util.h"
@@ -123,13 +124,11 @@ TEST_P(OpTable, CompiledMatchesEager) {
     }
 }
 
-// Every sample on the GPU (inputs copied there with their layouts) against the same call on the
+// Every sample on `device` (inputs copied there with their layouts) against the same call on the
 // CPU: outputs, what in-place ops wrote, and for float64 samples the gradients of a weighted sum
-// of the outputs. Ops without a CUDA kernel take the CPU fallback, so the table covers them too.
-TEST_P(OpTable, CudaMatchesCpu) {
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device (kiln::cuda::is_available() is false)";
-  const OpDef& o = op();
-  const Device gpu(kCUDA, 0);
+// of the outputs. Ops without a kernel for the device take the CPU fallback, so the table covers
+// them too, and backward formulas must make their tensors on the right device.
+void expect_device_matches_cpu(const OpDef& o, Device device) {
   const bool has_values = o.name != "empty" && o.name != "empty_like";
   auto sparse = [](const Tensor& t) {
     return t.defined() && t.impl()->layout() != Layout::Strided;
@@ -138,30 +137,30 @@ TEST_P(OpTable, CudaMatchesCpu) {
     for (const OpSample& s : o.samples_(dt)) {
       SCOPED_TRACE(o.name + " [" + std::string(dtype_name(dt)) + "] " + s.desc);
       if (std::any_of(s.inputs.begin(), s.inputs.end(), sparse))
-        GTEST_SKIP() << "sparse CSR tensors are not supported on CUDA yet";
-      std::vector<Tensor> in_cpu = testing::clone_inputs(s.inputs), in_gpu;
+        GTEST_SKIP() << "sparse CSR tensors are not supported on devices other than the CPU yet";
+      std::vector<Tensor> in_cpu = testing::clone_inputs(s.inputs), in_dev;
       for (const Tensor& t : s.inputs)
-        in_gpu.push_back(testing::to_device_preserving_layout(t, gpu));
+        in_dev.push_back(testing::to_device_preserving_layout(t, device));
       const bool grads = dt == kFloat64 && o.differentiable() && s.check_grad && !o.is_inplace;
-      for (auto* list : {&in_cpu, &in_gpu})
+      for (auto* list : {&in_cpu, &in_dev})
         for (Tensor& t : *list)
           if (grads && t.defined() && t.is_floating_point()) t.requires_grad_(true);
       manual_seed(0);
       std::vector<Tensor> out_cpu = call_op(o, in_cpu, s.attrs);
       manual_seed(0);
-      std::vector<Tensor> out_gpu = call_op(o, in_gpu, s.attrs);
-      ASSERT_EQ(out_cpu.size(), out_gpu.size());
+      std::vector<Tensor> out_dev = call_op(o, in_dev, s.attrs);
+      ASSERT_EQ(out_cpu.size(), out_dev.size());
       for (size_t i = 0; i < out_cpu.size(); ++i) {
         if (!out_cpu[i].defined()) continue;
-        ASSERT_EQ(out_gpu[i].sizes().vec(), out_cpu[i].sizes().vec()) << "output " << i;
-        ASSERT_EQ(out_gpu[i].dtype(), out_cpu[i].dtype()) << "output " << i;
+        ASSERT_EQ(out_dev[i].sizes().vec(), out_cpu[i].sizes().vec()) << "output " << i;
+        ASSERT_EQ(out_dev[i].dtype(), out_cpu[i].dtype()) << "output " << i;
         if (has_values)
-          testing::expect_close(out_gpu[i].detach().cpu(), out_cpu[i].detach().to(kFloat64),
+          testing::expect_close(out_dev[i].detach().cpu(), out_cpu[i].detach().to(kFloat64),
                                 testing::tolerance(o, out_cpu[i].dtype()),
                                 "output " + std::to_string(i));
       }
       if (o.is_inplace)
-        testing::expect_close(in_gpu[0].cpu(), in_cpu[0].to(kFloat64), testing::tolerance(o, dt),
+        testing::expect_close(in_dev[0].cpu(), in_cpu[0].to(kFloat64), testing::tolerance(o, dt),
                               "the tensor written in place");
       if (!grads) continue;
       auto weighted_sum = [](const std::vector<Tensor>& outs) {
@@ -173,19 +172,32 @@ TEST_P(OpTable, CudaMatchesCpu) {
         }
         return loss;
       };
-      Tensor loss_cpu = weighted_sum(out_cpu), loss_gpu = weighted_sum(out_gpu);
+      Tensor loss_cpu = weighted_sum(out_cpu), loss_dev = weighted_sum(out_dev);
       if (!loss_cpu.defined()) continue;
       loss_cpu.backward();
-      loss_gpu.backward();
+      loss_dev.backward();
       for (size_t k = 0; k < in_cpu.size(); ++k) {
         if (!in_cpu[k].defined() || !in_cpu[k].grad().defined()) continue;
-        ASSERT_TRUE(in_gpu[k].grad().defined()) << "input " << k;
-        EXPECT_EQ(in_gpu[k].grad().device(), in_gpu[k].device()) << "input " << k;
-        testing::expect_close(in_gpu[k].grad().cpu(), in_cpu[k].grad(),
+        ASSERT_TRUE(in_dev[k].grad().defined()) << "input " << k;
+        EXPECT_EQ(in_dev[k].grad().device(), in_dev[k].device()) << "input " << k;
+        testing::expect_close(in_dev[k].grad().cpu(), in_cpu[k].grad(),
                               testing::tolerance(o, kFloat64), "gradient " + std::to_string(k));
       }
     }
   }
+}
+
+TEST_P(OpTable, CudaMatchesCpu) {
+  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device (kiln::cuda::is_available() is false)";
+  expect_device_matches_cpu(op(), Device(kCUDA, 0));
+}
+
+// The same on the kilntest backend (tests/device_backend), on any machine: its memory is host
+// memory, so a CPU kernel handed a device tensor would still run; it checks the core's device
+// handling (kernel choice, the fallback, gradients' devices), not kernels.
+TEST_P(OpTable, TestDeviceMatchesCpu) {
+  if (!device_backend(kPrivateUse1)) load_device_backend(testing::test_backend_path());
+  expect_device_matches_cpu(op(), Device(kPrivateUse1, 1));
 }
 
 TEST_P(OpTable, GradientsMatchFiniteDifferences) {

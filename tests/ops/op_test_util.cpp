@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -79,6 +80,11 @@ Tensor clone_preserving_layout(const Tensor& t) {
                                         i.sym_storage_offset()));
   c.impl()->set_wrapped_number(i.is_wrapped_number());
   return c;
+}
+
+const char* test_backend_path() {
+  const char* moved = std::getenv("KILN_TEST_BACKEND_PATH");
+  return moved ? moved : KILN_TEST_BACKEND_PATH;
 }
 
 Tensor to_device_preserving_layout(const Tensor& t, Device device) {

@@ -22,6 +22,9 @@ void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol,
 // perturbations must not touch the sample).
 Tensor clone_preserving_layout(const Tensor& t);
 std::vector<Tensor> clone_inputs(const std::vector<Tensor>& inputs);
+// The kilntest device backend's library (tests/device_backend): KILN_TEST_BACKEND_PATH from the
+// environment (a copy on another machine), else where the build put it.
+const char* test_backend_path();
 // The same on `device` (wrapped numbers stay on the CPU, as scalar arguments do).
 Tensor to_device_preserving_layout(const Tensor& t, Device device);
 Tensor meta_like(const Tensor& t);
