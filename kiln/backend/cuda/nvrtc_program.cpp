@@ -109,8 +109,8 @@ void check(nvrtcResult r, const char* what) {
 std::vector<std::string> options(const std::string& arch) {
   // -pch: NVRTC keeps the parsed headers (every kernel's first lines) for the process's later
   // compiles, which then take tens of milliseconds instead of half a second.
-  std::vector<std::string> o = {"-std=c++20", "-arch=" + arch, "-default-device", "-pch",
-                                "--pch-messages=false"};
+  std::vector<std::string> o = {"-std=c++20",   "-arch=" + arch, "-default-device",
+                                "--fmad=false", "-pch",          "--pch-messages=false"};
   for (const auto& d : include_dirs()) o.push_back("-I" + d);
   return o;
 }

@@ -7,9 +7,8 @@
 // CUDA toolkit's include/cccl: $CUDA_HOME/include, else $CUDA_PATH/include, else the folders
 // KILN_CUDA_INCLUDE_DIR named at build time).
 //
-// Compiled as C++20 with -default-device, without fast math; a * b + c may become one FMA, as
-// nvcc compiles PyTorch's kernels (--fmad=false made exact gelu in bfloat16 twice as slow, its
-// erf being FMA-bound), so results may differ from the CPU kernels' in the last bit.
+// Compiled as C++20 with -default-device, without fast math and without contracting a * b + c
+// into an FMA (--fmad=false), so that the device computes what the CPU kernels compute.
 //
 // PTX is cached in memory (per source and architecture) and on disk under
 // $KILN_CACHE_DIR/cuda (default ~/.cache/kiln/cuda), keyed by a hash of the source, the
