@@ -30,7 +30,7 @@ void axpy(double alpha, const Vec& x, Vec& y) {
 Tensor to_tensor(const Vec& v) { return kiln::tensor(v, TensorOptions(kFloat64)); }
 
 Vec to_vec(const Tensor& t) {
-  const Tensor c = t.to(kFloat64).contiguous();
+  const Tensor c = t.to(Device(kCPU), kFloat64).contiguous();  // the search runs on the host
   return Vec(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 
@@ -60,7 +60,7 @@ Vec LBFGS::flat_grad() const {
       out.insert(out.end(), n, 0.0);
       continue;
     }
-    Tensor g = p.grad().to(kFloat64).contiguous();
+    Tensor g = p.grad().to(Device(kCPU), kFloat64).contiguous();
     out.insert(out.end(), g.data_ptr<double>(), g.data_ptr<double>() + n);
   }
   return out;
@@ -74,7 +74,7 @@ void LBFGS::add_to_params(double t, const Vec& d) {
     Vec chunk(d.begin() + static_cast<std::ptrdiff_t>(offset),
               d.begin() + static_cast<std::ptrdiff_t>(offset + n));
     Tensor update = kiln::tensor(chunk, TensorOptions(kFloat64)).view(p.sizes());
-    p.detach().add_(update.to(p.dtype()), t);
+    p.detach().add_(update.to(p.device(), p.dtype()), t);
     offset += static_cast<size_t>(n);
   }
 }

@@ -142,6 +142,25 @@ TEST_F(DeviceBackendTest, OptimizersUpdateParametersAndStateOnTheirDevice) {
   EXPECT_FALSE(allclose(on_cpu, iota({5})));  // it moved
 }
 
+TEST_F(DeviceBackendTest, LbfgsSearchesOnTheHostAndUpdatesOnTheDevice) {
+  auto run = [](Device where) {
+    Tensor p = (iota({4}) - 1.5).to(where).requires_grad_(true);
+    optim::LBFGS opt({p}, optim::LBFGSOptions(0.5));
+    for (int step = 0; step < 3; ++step)
+      opt.step([&] {
+        opt.zero_grad();
+        Tensor loss = (p * p).sum();
+        loss.backward();
+        return loss;
+      });
+    return p.detach();
+  };
+  Tensor on_device = run(dev), on_cpu = run(Device(kCPU));
+  EXPECT_EQ(on_device.device(), dev);
+  EXPECT_TRUE(allclose(on_device.cpu(), on_cpu));
+  EXPECT_LT(on_cpu.abs().max().item<double>(), 1.0);  // it moved toward the minimum at 0
+}
+
 TEST_F(DeviceBackendTest, RandomOpsOnADeviceFollowTheSeed) {
   manual_seed(5);
   Tensor a = randn({8}, TensorOptions().device(dev));
