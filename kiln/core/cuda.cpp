@@ -54,13 +54,15 @@ void manual_seed_all(uint64_t seed) {
 
 void synchronize(int64_t device_index) {
   if (device_index == -1 && !is_available()) return;
-  cuda_backend()->synchronize(checked_device(device_index, "cuda::synchronize"));
+  const int device = checked_device(device_index, "cuda::synchronize");  // a backend exists after
+  cuda_backend()->synchronize(device);
 }
 
 int64_t current_device() { return checked_device(-1, "cuda::current_device"); }
 
 void set_device(int64_t device_index) {
-  cuda_backend()->set_current_device(checked_device(device_index, "cuda::set_device"));
+  const int device = checked_device(device_index, "cuda::set_device");
+  cuda_backend()->set_current_device(device);
 }
 
 std::map<std::string, int64_t> memory_stats(int64_t device) {
