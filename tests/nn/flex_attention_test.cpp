@@ -296,6 +296,12 @@ TEST(FlexExpr, TextRoundTripsAndHostileTextIsRejected) {
         "captured 0\n%0 = frobnicate int\nreturn %0\n", "captured 0\n%0 = q_idx int\n",
         "captured 0\n%0 = add float %1\nreturn %0\n"})
     EXPECT_TRUE(testing::raises([&] { flex::Graph::parse(bad); }, "flex::Graph::parse", "")) << bad;
+  // A long damaged line is quoted by its start and length, not whole (the fuzzer found a 5 KB
+  // message).
+  const std::string long_line = "captured 0\n%0 = q_idx int " + std::string(5000, 'x') + "\n";
+  const std::string message = testing::error_message([&] { flex::Graph::parse(long_line); });
+  EXPECT_NE(message.find("...' (5015 bytes)"), std::string::npos) << message;
+  EXPECT_LT(message.size(), 400u);
 }
 
 }  // namespace

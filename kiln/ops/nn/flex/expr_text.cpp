@@ -26,9 +26,17 @@ int arity(Op op) {
   return 3;
 }
 
+// A line as an error message quotes it: whole when short, else its start and its length (the
+// text may come from a damaged or hostile file).
+std::string quoted(const std::string& line) {
+  constexpr size_t kMaxQuoted = 200;
+  if (line.size() <= kMaxQuoted) return "'" + line + "'";
+  return "'" + line.substr(0, kMaxQuoted) + "...' (" + std::to_string(line.size()) + " bytes)";
+}
+
 [[noreturn]] void bad(const std::string& line, const char* what) {
-  detail::throw_error(
-      detail::str_cat("flex::Graph::parse: cannot read the expression line '", line, "': ", what));
+  detail::throw_error(detail::str_cat("flex::Graph::parse: cannot read the expression line ",
+                                      quoted(line), ": ", what));
 }
 
 int32_t node_ref(const std::string& word, const std::string& line, char prefix) {
@@ -76,8 +84,8 @@ Graph Graph::parse(const std::string& text) {
   bool done = false;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
-    KILN_CHECK(!done, "flex::Graph::parse: cannot read the expression line '", line,
-               "': after return");
+    KILN_CHECK(!done, "flex::Graph::parse: cannot read the expression line ", quoted(line),
+               ": after return");
     std::istringstream words(line);
     std::string first;
     words >> first;
