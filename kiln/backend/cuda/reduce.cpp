@@ -325,6 +325,12 @@ void fallback(const OpDef& op, const std::vector<Tensor>& in, std::vector<Tensor
   run_on_cpu(op, Device(kCUDA, detail::current_device()), in, out, attrs);
 }
 
+// Empty inputs keep the CPU's results and messages; other dtypes have no kernel here.
+bool runs_natively(ReduceKind kind, const Tensor& self, const Tensor& y) {
+  return self.is_cuda() && y.is_cuda() && self.numel() > 0 &&
+         reduce_supported(kind, y.dtype(), y.dtype());
+}
+
 // sum, mean (attrs: dims, keepdim, dtype), amax, amin (dims, keepdim) and, without attrs, max
 // and min of every element.
 KernelFn reduce_kernel(const OpDef& op, ReduceKind kind, bool has_dims) {
@@ -334,8 +340,7 @@ KernelFn reduce_kernel(const OpDef& op, ReduceKind kind, bool has_dims) {
     const Tensor& self = in[0];
     const Tensor& y = out[0];
     const ScalarType dt = y.dtype();
-    if (!self.is_cuda() || !y.is_cuda() || self.numel() == 0 || !reduce_supported(kind, dt, dt))
-      return fallback(*p, in, out, attrs);
+    if (!runs_natively(kind, self, y)) return fallback(*p, in, out, attrs);
     const int64_t nd = self.dim();
     const std::vector<int64_t> listed = has_dims ? attrs.ints(0) : std::vector<int64_t>{};
     std::vector<bool> reduced(nd, listed.empty());
@@ -370,8 +375,7 @@ KernelFn softmax_kernel(const OpDef& op, ReduceKind kind) {
     const Tensor& self = in[0];
     const Tensor& y = out[0];
     const ScalarType dt = y.dtype();
-    if (!self.is_cuda() || !y.is_cuda() || self.numel() == 0 || !reduce_supported(kind, dt, dt))
-      return fallback(*p, in, out, attrs);
+    if (!runs_natively(kind, self, y)) return fallback(*p, in, out, attrs);
     const int64_t nd = self.dim();
     const int64_t dim = nd == 0 ? 0 : (attrs.i(0) < 0 ? attrs.i(0) + nd : attrs.i(0));
     std::vector<int64_t> perm, inverse(nd);
