@@ -271,7 +271,15 @@ void dispatch_gemm(const GemmArgs& g) {
     if (std::is_same_v<T, float> && !openblas_has_vector_core()) {
       const bool large = g.m * g.n * g.k >= kOneDnnMinWork;
       if (large && onednn::matmul(g)) return;
-      if (!large && g.b.col_stride == 1) return small_float_gemm(g);
+      if (!large) {
+        if (g.b.col_stride == 1) return small_float_gemm(g);
+        // B with strided rows (a linear layer's transposed weight) is made dense first: its k x n
+        // copy is small next to the product, which OpenBLAS's generic kernels run 2-3x slower.
+        Owned<float> b_copy;
+        GemmArgs dense = g;
+        dense.b = dense_copy<float, float>(g.b, g.batch, g.k, g.n, b_copy);
+        return small_float_gemm(dense);
+      }
     }
     blas_gemm<T>(g);
   } else {

@@ -26,15 +26,16 @@ template <class T>
 cpu::Rows<T> rows_of(const Tensor& t) {
   cpu::Rows<T> r;
   r.data = t.data_ptr<std::remove_const_t<T>>();
-  const int64_t nd = t.dim();
-  r.row_stride = nd >= 2 ? t.stride(nd - 2) : 0;
+  const IntArrayRef sizes = t.sizes(), strides = t.strides();
+  const int64_t lead = static_cast<int64_t>(sizes.size()) - 2;
+  r.row_stride = lead >= 0 ? strides[lead] : 0;
   int64_t count = 1;
-  for (int64_t d = 0; d < nd - 2; ++d) count *= size_of(t, d);
+  for (int64_t d = 0; d < lead; ++d) count *= sizes[d];
   r.offset.assign(count, 0);
   for (int64_t n = 0; n < count; ++n)
-    for (int64_t d = nd - 3, rest = n; d >= 0; --d) {
-      r.offset[n] += rest % size_of(t, d) * t.stride(d);
-      rest /= size_of(t, d);
+    for (int64_t d = lead - 1, rest = n; d >= 0; --d) {
+      r.offset[n] += rest % sizes[d] * strides[d];
+      rest /= sizes[d];
     }
   return r;
 }
