@@ -24,7 +24,9 @@ install(TARGETS kiln kiln_compat EXPORT KilnTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # *.inc: the CPU kernels' per-ISA bodies, which kiln/backend/cpu headers include.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/kiln/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln
-  FILES_MATCHING PATTERN "*.h" PATTERN "*.inc")
+  FILES_MATCHING PATTERN "*.h" PATTERN "*.inc"
+  # Includes Gloo's headers, which users need not have: only Kiln's own sources use it.
+  PATTERN "process_group_impl.h" EXCLUDE)
 # Beside, not inside, the kiln include root: <torch/torch.h> is visible only to targets that
 # link Kiln::compat, so Kiln and a real libtorch can share a prefix.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/compat/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/compat

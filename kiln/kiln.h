@@ -19,6 +19,7 @@
 #include "kiln/core/tensor.h"
 #include "kiln/core/threads.h"
 #include "kiln/data/data.h"
+#include "kiln/distributed/distributed.h"
 #include "kiln/io/archive.h"
 #include "kiln/io/checkpoint.h"
 #include "kiln/io/io.h"

@@ -9,6 +9,7 @@ need=(
   make cmake ninja-build g++     # build tools (CMake >= 3.25, g++ >= 12)
   libopenblas-dev libdnnl-dev    # CPU matmul: OpenBLAS and oneDNN
   nlohmann-json3-dev             # JSON
+  libgloo-dev                    # collectives on the CPU (kiln::distributed)
   libgtest-dev libgmock-dev      # tests
   libbenchmark-dev               # benchmarks
 )

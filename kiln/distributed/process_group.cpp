@@ -1,0 +1,238 @@
+#include "kiln/distributed/process_group.h"
+
+#include <gloo/allgather.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <sstream>
+
+#include "kiln/core/error.h"
+#include "kiln/distributed/process_group_impl.h"
+
+namespace kiln::distributed {
+namespace {
+
+// Gloo's rendezvous through a Kiln store.
+class GlooStore : public gloo::rendezvous::Store {
+ public:
+  explicit GlooStore(std::shared_ptr<distributed::Store> store) : store_(std::move(store)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    store_->set(key, std::vector<uint8_t>(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    const std::vector<uint8_t> v = store_->get(key);
+    return {v.begin(), v.end()};
+  }
+  void wait(const std::vector<std::string>& keys) override { store_->wait(keys); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    store_->wait(keys, timeout);
+  }
+
+ private:
+  std::shared_ptr<distributed::Store> store_;
+};
+
+std::shared_ptr<gloo::transport::Device> make_device(const ProcessGroup::Options& o) {
+  gloo::transport::tcp::attr attr;
+  const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
+  if (iface && *iface) {
+    attr.iface = iface;
+  } else if (!o.hostname.empty()) {
+    attr.hostname = o.hostname;
+  } else if (o.loopback) {
+    attr.hostname = "127.0.0.1";
+  } else {
+    std::array<char, 256> name{};
+    gethostname(name.data(), name.size() - 1);
+    attr.hostname = name.data();
+  }
+  return gloo::transport::tcp::CreateDevice(attr);
+}
+
+// Gloo writes to its sockets without MSG_NOSIGNAL, so a peer that died would kill this process
+// with SIGPIPE (Python ignores SIGPIPE; a C++ program does not). The threads that do Gloo's I/O
+// (the group's queues, Gloo's event loop, and the caller while it connects) are started with
+// SIGPIPE blocked: a write to a dead peer then fails with EPIPE, which Gloo reports as an error.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() { pthread_sigmask(SIG_BLOCK, &sigpipe(), &old_); }
+  ~SigpipeBlocked() {
+    if (!sigismember(&old_, SIGPIPE)) {  // drop a SIGPIPE raised meanwhile before unblocking
+      const timespec now{};
+      while (sigtimedwait(&sigpipe(), nullptr, &now) > 0) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  static const sigset_t& sigpipe() {
+    static const sigset_t set = [] {
+      sigset_t s;
+      sigemptyset(&s);
+      sigaddset(&s, SIGPIPE);
+      return s;
+    }();
+    return set;
+  }
+  sigset_t old_;
+};
+
+const char* kind_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce:
+      return "all_reduce";
+    case CollectiveKind::Broadcast:
+      return "broadcast";
+    case CollectiveKind::Reduce:
+      return "reduce";
+    case CollectiveKind::AllGather:
+      return "all_gather";
+    case CollectiveKind::Gather:
+      return "gather";
+    case CollectiveKind::Scatter:
+      return "scatter";
+    case CollectiveKind::ReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::AllToAll:
+      return "all_to_all";
+    case CollectiveKind::Barrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+constexpr size_t kCallFields = 5;
+
+std::array<int64_t, kCallFields> encode(const CollectiveCall& c) {
+  return {static_cast<int64_t>(c.kind), c.reduce_op, c.dtype, c.numel, c.root};
+}
+
+std::string describe(const int64_t* e) {
+  std::ostringstream os;
+  os << kind_name(static_cast<CollectiveKind>(e[0]));
+  if (e[1] >= 0) os << " (" << reduce_op_name(static_cast<ReduceOp>(e[1])) << ")";
+  if (e[2] >= 0) os << " of " << e[3] << " " << static_cast<ScalarType>(e[2]) << " elements";
+  if (e[4] >= 0) os << " with root " << e[4];
+  return os.str();
+}
+
+}  // namespace
+
+CollectiveCall CollectiveCall::of(CollectiveKind kind, const Tensor& t, int root) {
+  return {kind, -1, static_cast<int64_t>(t.dtype()), t.numel(), root};
+}
+
+CollectiveCall CollectiveCall::of(CollectiveKind kind, const Tensor& t, ReduceOp op, int root) {
+  CollectiveCall c = of(kind, t, root);
+  c.reduce_op = static_cast<int64_t>(op);
+  return c;
+}
+
+DenseBuffer::DenseBuffer(const Tensor& t)
+    : original(t), dense(t.is_contiguous() ? t : t.contiguous()) {}
+
+void DenseBuffer::write_back() const {
+  if (!dense.is_same(original)) original.copy_(dense);
+}
+
+std::string ProcessGroup::Impl::where() const {
+  return "group '" + options.name + "' (rank " + std::to_string(rank) + " of " +
+         std::to_string(size) + ")";
+}
+
+std::shared_ptr<Work> ProcessGroup::Impl::enqueue(const char* what,
+                                                  std::function<void(uint32_t)> fn) {
+  std::lock_guard lock(tag_mutex);
+  const uint32_t tag = next_tag;
+  next_tag += 4;  // the agreement check, one more exchange of sizes, and two of data
+  return collectives->push(what, [fn = std::move(fn), tag] { fn(tag); });
+}
+
+std::vector<int64_t> ProcessGroup::Impl::gather_rows(const std::vector<int64_t>& mine,
+                                                     uint32_t tag) const {
+  std::vector<int64_t> all(mine.size() * size);
+  gloo::AllgatherOptions o(context);
+  o.setInput(const_cast<int64_t*>(mine.data()), mine.size());
+  o.setOutput(all.data(), all.size());
+  o.setTag(tag);
+  gloo::allgather(o);
+  return all;
+}
+
+void ProcessGroup::Impl::agree(const CollectiveCall& mine, uint32_t tag) const {
+  const std::array<int64_t, kCallFields> row = encode(mine);
+  const std::vector<int64_t> all = gather_rows({row.begin(), row.end()}, tag);
+  bool same = true;
+  for (int r = 1; r < size; ++r)
+    same =
+        same && std::equal(all.begin(), all.begin() + kCallFields, all.begin() + kCallFields * r);
+  if (same) return;
+  std::ostringstream os;
+  os << kind_name(mine.kind) << ": the ranks of " << where()
+     << " called different collectives or passed different tensors:";
+  for (int r = 0; r < size; ++r)
+    os << (r ? ";" : "") << " rank " << r << " " << describe(&all[kCallFields * r]);
+  KILN_FAIL(os.str());
+}
+
+void ProcessGroup::Impl::check_tensor(const char* what, const Tensor& t) const {
+  KILN_CHECK(t.defined(), what, ": the tensor is undefined");
+  KILN_CHECK(t.device().is_cpu(), what, ": ", where(),
+             " runs Gloo, which takes CPU tensors; got a tensor on ", t.device(),
+             " (NCCL groups for CUDA tensors are not built yet)");
+}
+
+void ProcessGroup::Impl::check_rank(const char* what, const char* role, int r) const {
+  KILN_CHECK(r >= 0 && r < size, what, ": ", role, " ", r, " is not a rank of ", where());
+}
+
+void ProcessGroup::Impl::check_same(const char* what, const Tensor& t, const Tensor& like) const {
+  check_tensor(what, t);
+  KILN_CHECK(t.dtype() == like.dtype() && t.numel() == like.numel(), what,
+             ": every tensor must have the dtype and element count of ", like.sizes(), " ",
+             like.dtype(), "; got ", t.sizes(), " ", t.dtype());
+}
+
+ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Options options)
+    : impl_(std::make_unique<Impl>()) {
+  KILN_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroup: rank ", rank, " is not in [0, ",
+             size, ")");
+  KILN_CHECK(store != nullptr, "ProcessGroup: the store is null");
+  Impl& g = *impl_;
+  g.rank = rank;
+  g.size = size;
+  g.options = std::move(options);
+  const SigpipeBlocked sigpipe_blocked;
+  try {
+    GlooStore gloo_store(store);
+    auto device = make_device(g.options);
+    g.context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    g.context->setTimeout(g.options.timeout);
+    g.context->connectFullMesh(gloo_store, device);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    KILN_FAIL("ProcessGroup: ", g.where(), " could not connect to its peers: ", e.what());
+  }
+  g.collectives = std::make_unique<TaskQueue>(g.where());
+  g.transfers = std::make_unique<TaskQueue>(g.where());
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+int ProcessGroup::rank() const { return impl_->rank; }
+int ProcessGroup::size() const { return impl_->size; }
+const std::string& ProcessGroup::name() const { return impl_->options.name; }
+std::chrono::milliseconds ProcessGroup::timeout() const { return impl_->options.timeout; }
+
+}  // namespace kiln::distributed
