@@ -20,6 +20,7 @@
 #include "kiln/core/threads.h"
 #include "kiln/data/data.h"
 #include "kiln/distributed/distributed.h"
+#include "kiln/distributed/functional.h"
 #include "kiln/io/archive.h"
 #include "kiln/io/checkpoint.h"
 #include "kiln/io/io.h"

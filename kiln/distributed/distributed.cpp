@@ -8,6 +8,7 @@
 
 #include "kiln/core/error.h"
 #include "kiln/distributed/file_store.h"
+#include "kiln/distributed/hash_store.h"
 #include "kiln/distributed/prefix_store.h"
 #include "kiln/distributed/tcp_store.h"
 
@@ -22,6 +23,7 @@ struct State {
   bool loopback = false;  // the default group's peers meet on 127.0.0.1
   int groups_made = 0;
   std::map<const ProcessGroup*, std::vector<int>> global_ranks;  // of every live group
+  std::map<std::string, std::weak_ptr<ProcessGroup>> by_name;
 };
 
 State& state() {
@@ -131,10 +133,18 @@ Group resolve(const Group& group, const char* what) {
   return s.world;
 }
 
-int group_rank_of(const Group& g, int global_rank, const char* what) {
+// The global ranks of g's members; the single-rank group's one rank is its rank 0.
+std::vector<int> members(const Group& g, const char* what) {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  const std::vector<int>& ranks = s.global_ranks.at(g.get());
+  const auto it = s.global_ranks.find(g.get());
+  if (it != s.global_ranks.end()) return it->second;
+  KILN_CHECK(g->size() == 1, what, ": group '", g->name(), "' has been destroyed");
+  return {0};
+}
+
+int group_rank_of(const Group& g, int global_rank, const char* what) {
+  const std::vector<int> ranks = members(g, what);
   const auto it = std::find(ranks.begin(), ranks.end(), global_rank);
   KILN_CHECK(it != ranks.end(), what, ": global rank ", global_rank, " is not in group '",
              g->name(), "'");
@@ -179,6 +189,7 @@ void init_process_group(const InitOptions& o) {
   s.loopback = r.loopback;
   s.groups_made = 1;
   s.global_ranks[world.get()] = all;
+  s.by_name[world->name()] = world;
 }
 
 bool is_initialized() {
@@ -192,9 +203,11 @@ void destroy_process_group(const Group& group) {
   std::lock_guard lock(s.mutex);
   if (group) {
     s.global_ranks.erase(group.get());
+    s.by_name.erase(group->name());
     return;
   }
   s.global_ranks.clear();
+  s.by_name.clear();
   s.world.reset();
   s.store.reset();
   s.global_rank = -1;
@@ -205,9 +218,7 @@ int get_world_size(const Group& group) { return resolve(group, "get_world_size")
 
 int get_global_rank(const Group& group, int group_rank) {
   const Group g = resolve(group, "get_global_rank");
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  const std::vector<int>& ranks = s.global_ranks.at(g.get());
+  const std::vector<int> ranks = members(g, "get_global_rank");
   KILN_CHECK(group_rank >= 0 && group_rank < static_cast<int>(ranks.size()),
              "get_global_rank: ", group_rank, " is not a rank of group '", g->name(), "'");
   return ranks[group_rank];
@@ -248,7 +259,26 @@ Group new_group(std::vector<int> ranks, std::optional<std::chrono::milliseconds>
                                           static_cast<int>(ranks.size()), pg);
   std::lock_guard lock(s.mutex);
   s.global_ranks[g.get()] = ranks;
+  s.by_name[g->name()] = g;
   return g;
+}
+
+Group find_group(const std::string& name) {
+  if (name == single_rank_group()->name()) return single_rank_group();
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  const auto it = s.by_name.find(name);
+  return it == s.by_name.end() ? nullptr : it->second.lock();
+}
+
+Group single_rank_group() {
+  static const Group group = [] {
+    ProcessGroup::Options o;
+    o.name = "single_rank";
+    o.loopback = true;
+    return std::make_shared<ProcessGroup>(std::make_shared<HashStore>(), 0, 1, o);
+  }();
+  return group;
 }
 
 std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, const Group& group,

@@ -42,6 +42,11 @@ Group new_group(std::vector<int> ranks = {},
                 std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 // The global rank of rank `group_rank` in group.
 int get_global_rank(const Group& group, int group_rank);
+// The live group of that name (the default group's name, "group1", ..., "single_rank"), or
+// null. The functional collectives name their group this way.
+Group find_group(const std::string& name);
+// A group of this process alone, needing no init_process_group: collectives on it are copies.
+Group single_rank_group();
 
 std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::SUM,
                                  const Group& group = nullptr, bool async_op = false);
