@@ -9,8 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "kiln/distributed/file_store.h"
+#include "kiln/distributed/hash_store.h"
+#include "kiln/distributed/prefix_store.h"
 #include "kiln/distributed/process_group.h"
 #include "kiln/distributed/store.h"
+#include "kiln/distributed/tcp_store.h"
 
 namespace kiln::distributed {
 

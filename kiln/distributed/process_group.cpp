@@ -56,37 +56,6 @@ std::shared_ptr<gloo::transport::Device> make_device(const ProcessGroup::Options
   return gloo::transport::tcp::CreateDevice(attr);
 }
 
-// Gloo writes to its sockets without MSG_NOSIGNAL, so a peer that died would kill this process
-// with SIGPIPE (Python ignores SIGPIPE; a C++ program does not). The threads that do Gloo's I/O
-// (the group's queues, Gloo's event loop, and the caller while it connects) are started with
-// SIGPIPE blocked: a write to a dead peer then fails with EPIPE, which Gloo reports as an error.
-class SigpipeBlocked {
- public:
-  SigpipeBlocked() { pthread_sigmask(SIG_BLOCK, &sigpipe(), &old_); }
-  ~SigpipeBlocked() {
-    if (!sigismember(&old_, SIGPIPE)) {  // drop a SIGPIPE raised meanwhile before unblocking
-      const timespec now{};
-      while (sigtimedwait(&sigpipe(), nullptr, &now) > 0) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SigpipeBlocked(const SigpipeBlocked&) = delete;
-  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
-
- private:
-  static const sigset_t& sigpipe() {
-    static const sigset_t set = [] {
-      sigset_t s;
-      sigemptyset(&s);
-      sigaddset(&s, SIGPIPE);
-      return s;
-    }();
-    return set;
-  }
-  sigset_t old_;
-};
-
 const char* kind_name(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::AllReduce:
@@ -127,6 +96,37 @@ std::string describe(const int64_t* e) {
 }
 
 }  // namespace
+
+SigpipeBlocked::SigpipeBlocked() { pthread_sigmask(SIG_BLOCK, &sigpipe(), &old_); }
+
+SigpipeBlocked::~SigpipeBlocked() {
+  if (!sigismember(&old_, SIGPIPE)) {  // drop a SIGPIPE raised meanwhile before unblocking
+    const timespec now{};
+    while (sigtimedwait(&sigpipe(), nullptr, &now) > 0) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
+
+const sigset_t& SigpipeBlocked::sigpipe() {
+  static const sigset_t set = [] {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGPIPE);
+    return s;
+  }();
+  return set;
+}
+
+TaskQueue& ProcessGroup::Impl::transfer_queue(bool sending, int peer, int tag) {
+  std::lock_guard lock(transfer_mutex);
+  std::unique_ptr<TaskQueue>& q = transfer_queues[{sending, peer, tag}];
+  if (!q) {
+    const SigpipeBlocked sigpipe_blocked;  // the queue's thread inherits the mask
+    q = std::make_unique<TaskQueue>(where());
+  }
+  return *q;
+}
 
 CollectiveCall CollectiveCall::of(CollectiveKind kind, const Tensor& t, int root) {
   return {kind, -1, static_cast<int64_t>(t.dtype()), t.numel(), root};
@@ -225,7 +225,6 @@ ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Opt
     KILN_FAIL("ProcessGroup: ", g.where(), " could not connect to its peers: ", e.what());
   }
   g.collectives = std::make_unique<TaskQueue>(g.where());
-  g.transfers = std::make_unique<TaskQueue>(g.where());
 }
 
 ProcessGroup::~ProcessGroup() = default;

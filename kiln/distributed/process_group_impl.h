@@ -2,13 +2,16 @@
 // The inside of ProcessGroup, shared by its files (process_group.cpp: set-up and the agreement
 // check; collectives.cpp; point_to_point.cpp). Not installed for users: it includes Gloo.
 #include <gloo/rendezvous/context.h>
+#include <signal.h>
 
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kiln/distributed/process_group.h"
@@ -62,15 +65,37 @@ struct DenseBuffer {
   void write_back() const;
 };
 
+// Gloo writes to its sockets without MSG_NOSIGNAL, so a peer that died would kill this process
+// with SIGPIPE (Python ignores SIGPIPE; a C++ program does not). Code that does Gloo I/O runs
+// with SIGPIPE blocked: the group's connection, its queues' threads (started inside one, they
+// inherit the mask; so does Gloo's event loop) and the posting of point-to-point messages. A
+// write to a dead peer then fails with EPIPE, which Gloo reports as an error.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked();
+  ~SigpipeBlocked();
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  static const sigset_t& sigpipe();
+  sigset_t old_;
+};
+
 struct ProcessGroup::Impl {
   int rank = 0, size = 1;
   Options options;
   std::shared_ptr<gloo::rendezvous::Context> context;
   std::mutex tag_mutex;
   uint32_t next_tag = 0;
-  // Collectives, in call order; and the completion of point-to-point transfers, which are posted
-  // by the caller at once.
-  std::unique_ptr<TaskQueue> collectives, transfers;
+  std::unique_ptr<TaskQueue> collectives;  // in call order
+  // The completions of point-to-point transfers (posted by the caller at once), one queue per
+  // direction, peer and tag: a transfer waits only behind those it is ordered after anyway, so a
+  // recv that waits does not hold up a send to it, or a recv from another rank or tag.
+  std::mutex transfer_mutex;
+  std::map<std::tuple<bool, int, int>, std::unique_ptr<TaskQueue>> transfer_queues;
+
+  TaskQueue& transfer_queue(bool sending, int peer, int tag);
 
   std::string where() const;
 

@@ -83,6 +83,35 @@ TEST(PointToPoint, BatchIsendIrecvRing) {
   }));
 }
 
+TEST(PointToPoint, AMismatchedSendIsAnErrorOfTheRecvNotACrash) {
+  const Rendezvous rv;
+  expect_all_passed(run_ranks(2, [&](int rank) {
+    rv.init(rank, 2);
+    if (rank == 0) {
+      send(zeros({8}), 1);                        // larger than the recv's tensor
+      send(ones({2}, TensorOptions(kInt32)), 1);  // another dtype
+      send(full({3}, 5.0), 1);                    // then a matching one
+      barrier();
+      return;
+    }
+    for (const Tensor& t : {empty({4}), empty({2})}) {
+      try {
+        recv(t, 0);
+        require(false, "a mismatched recv did not throw");
+      } catch (const Error& e) {
+        const std::string m = e.what();
+        require(m.find("rank 0 sent ") != std::string::npos &&
+                    m.find("must agree in element count and dtype") != std::string::npos,
+                "unexpected message: ", m);
+      }
+    }
+    Tensor t = empty({3});
+    recv(t, 0);
+    require(t.equal(full({3}, 5.0)), "the message after the mismatches: ", t);
+    barrier();
+  }));
+}
+
 TEST(PointToPoint, ARecvThatNeverMatchesTimesOut) {
   const Rendezvous rv;
   expect_all_passed(run_ranks(2, [&](int rank) {
@@ -99,7 +128,7 @@ TEST(PointToPoint, ARecvThatNeverMatchesTimesOut) {
       require(false, "recv without a sender did not throw");
     } catch (const Error& e) {
       const std::string m = e.what();
-      require(m.rfind("recv: 4 elements from rank 0: ", 0) == 0 &&
+      require(m.rfind("recv: 4 float32 elements from rank 0: ", 0) == 0 &&
                   m.find("Timed out waiting 300ms") != std::string::npos,
               "unexpected message: ", m);
     }
