@@ -41,7 +41,8 @@ void wait_transfer(const std::string& what, std::chrono::milliseconds timeout, W
   } catch (const std::exception& e) {
     KILN_FAIL(what, ": ", e.what());
   }
-  KILN_CHECK(done, what, ": not completed within ", timeout.count(), " ms");
+  KILN_CHECK(done, what, ": not completed within ", timeout.count(),
+             " ms, or its group was destroyed first");
 }
 
 }  // namespace
@@ -56,9 +57,9 @@ std::shared_ptr<Work> ProcessGroup::send(const Tensor& tensor, int dst, int tag)
   auto header = std::make_shared<Header>(Header{dense.numel(), static_cast<int64_t>(dense.dtype()),
                                                 static_cast<int64_t>(dense.nbytes())});
   std::shared_ptr<gloo::transport::UnboundBuffer> head =
-      g.context->createUnboundBuffer(header->data(), sizeof(Header));
+      g.post_buffer(header->data(), sizeof(Header));
   std::shared_ptr<gloo::transport::UnboundBuffer> data =
-      g.context->createUnboundBuffer(dense.data_ptr(), dense.nbytes());
+      g.post_buffer(dense.data_ptr(), dense.nbytes());
   head->send(dst, slot(kHeaderSlot, tag));
   data->send(dst, slot(kDataSlot, tag));
   const std::string what = detail::str_cat("send: ", describe(*header), " to rank ", dst);
@@ -79,7 +80,7 @@ std::shared_ptr<Work> ProcessGroup::recv(const Tensor& tensor, int src, int tag)
   const SigpipeBlocked sigpipe_blocked;
   auto header = std::make_shared<Header>();
   std::shared_ptr<gloo::transport::UnboundBuffer> head =
-      g.context->createUnboundBuffer(header->data(), sizeof(Header));
+      g.post_buffer(header->data(), sizeof(Header));
   if (src >= 0) {
     head->recv(src, slot(kHeaderSlot, tag));
   } else {
@@ -101,7 +102,7 @@ std::shared_ptr<Work> ProcessGroup::recv(const Tensor& tensor, int src, int tag)
             const bool matches = *header == expected;
             // A mismatched message still arrives whole, into a buffer of its own size.
             const DenseBuffer into(matches ? tensor : empty({(*header)[2]}, TensorOptions(kUInt8)));
-            auto data = g.context->createUnboundBuffer(into.data(), into.dense.nbytes());
+            auto data = g.post_buffer(into.data(), into.dense.nbytes());
             data->recv(*source, slot(kDataSlot, tag));
             wait_transfer(what, timeout, [&] { return data->waitRecv(timeout); });
             KILN_CHECK(matches, what, ": rank ", *source, " sent ", describe(*header),

@@ -3,6 +3,7 @@
 #include <gloo/allgather.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -128,6 +129,30 @@ TaskQueue& ProcessGroup::Impl::transfer_queue(bool sending, int peer, int tag) {
   return *q;
 }
 
+std::shared_ptr<gloo::transport::UnboundBuffer> ProcessGroup::Impl::post_buffer(void* data,
+                                                                                size_t bytes) {
+  std::shared_ptr<gloo::transport::UnboundBuffer> buffer =
+      context->createUnboundBuffer(data, bytes);
+  std::lock_guard lock(posted_mutex);
+  if (transfers_aborted) {  // posted by a transfer that was already running
+    buffer->abortWaitRecv();
+    buffer->abortWaitSend();
+  }
+  std::erase_if(posted, [](const auto& b) { return b.expired(); });
+  posted.push_back(buffer);
+  return buffer;
+}
+
+void ProcessGroup::Impl::abort_transfers() {
+  std::lock_guard lock(posted_mutex);
+  transfers_aborted = true;
+  for (const auto& weak : posted)
+    if (const auto buffer = weak.lock()) {
+      buffer->abortWaitRecv();
+      buffer->abortWaitSend();
+    }
+}
+
 CollectiveCall CollectiveCall::of(CollectiveKind kind, const Tensor& t, int root) {
   return {kind, -1, static_cast<int64_t>(t.dtype()), t.numel(), root};
 }
@@ -227,7 +252,7 @@ ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Opt
   g.collectives = std::make_unique<TaskQueue>(g.where());
 }
 
-ProcessGroup::~ProcessGroup() = default;
+ProcessGroup::~ProcessGroup() { impl_->abort_transfers(); }
 
 int ProcessGroup::rank() const { return impl_->rank; }
 int ProcessGroup::size() const { return impl_->size; }

@@ -97,6 +97,14 @@ struct ProcessGroup::Impl {
 
   TaskQueue& transfer_queue(bool sending, int peer, int tag);
 
+  // The buffers of posted point-to-point transfers, so that destroying the group stops their
+  // waits at once instead of after the timeout.
+  std::mutex posted_mutex;
+  std::vector<std::weak_ptr<gloo::transport::UnboundBuffer>> posted;
+  bool transfers_aborted = false;
+  std::shared_ptr<gloo::transport::UnboundBuffer> post_buffer(void* data, size_t bytes);
+  void abort_transfers();
+
   std::string where() const;
 
   // Queues fn(tag) on `collectives`; the tags follow call order, the same on every rank.

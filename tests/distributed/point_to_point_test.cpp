@@ -112,6 +112,34 @@ TEST(PointToPoint, AMismatchedSendIsAnErrorOfTheRecvNotACrash) {
   }));
 }
 
+TEST(PointToPoint, DestroyingTheGroupStopsAPendingRecvAtOnce) {
+  const Rendezvous rv;
+  expect_all_passed(run_ranks(2, [&](int rank) {
+    rv.init(rank, 2, std::chrono::seconds(20));
+    // Rank 0 stays connected, and never sends, until rank 1 has destroyed its group.
+    TCPStore side("127.0.0.1", rv.port, std::nullopt, false, std::chrono::seconds(20));
+    if (rank == 0) {
+      side.wait({"rank1_destroyed"});
+      destroy_process_group();
+      return;
+    }
+    const std::shared_ptr<Work> pending = irecv(empty({4}), 0);
+    const auto start = std::chrono::steady_clock::now();
+    destroy_process_group();
+    const auto took = std::chrono::steady_clock::now() - start;
+    require(took < std::chrono::seconds(5), "destroy_process_group took ",
+            std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), " ms");
+    side.set("rank1_destroyed", std::string("1"));
+    try {
+      pending->wait();
+      require(false, "the aborted recv succeeded");
+    } catch (const Error& e) {
+      require(std::string(e.what()).find("its group was destroyed first") != std::string::npos,
+              e.what());
+    }
+  }));
+}
+
 TEST(PointToPoint, ARecvThatNeverMatchesTimesOut) {
   const Rendezvous rv;
   expect_all_passed(run_ranks(2, [&](int rank) {
