@@ -38,8 +38,9 @@ clean:
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build folder.
 # The CUDA backend is left out (its runtime needs ASan's protect_shadow_gap=0; the host-side
 # allocator logic is in kiln_tests, so it is still checked). Huge-allocation tests need
-# allocator_may_return_null; the install test's consumer program is not instrumented, so the
-# runtime cannot come first in its link order.
+# allocator_may_return_null; verify_asan_link_order=0 is kept for any program that loads the
+# sanitized library without linking the runtime first (the install test's consumer is
+# instrumented itself, tests/CMakeLists.txt).
 SANITIZE_BUILD ?= build-sanitize
 .PHONY: test-sanitize
 test-sanitize: deps

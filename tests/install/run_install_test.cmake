@@ -36,9 +36,12 @@ foreach(f lib/cmake/Kiln/KilnConfig.cmake include/kiln/kiln.h include/kiln/compa
 endforeach()
 
 # Only the install prefix is searched, so the package (not the build tree) is what is tested.
+# CONSUMER_FLAGS (optional): compile and link flags for the consumer, the sanitizers' when the
+# installed Kiln is built with them.
 run(${CMAKE_COMMAND} -S ${CMAKE_CURRENT_LIST_DIR} -B ${build} -G ${GENERATOR}
     -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
-    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
 run(${CMAKE_COMMAND} --build ${build} -j 2)
 
 run(${build}/app)
