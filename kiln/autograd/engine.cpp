@@ -27,6 +27,28 @@ struct ReadyOrder {  // later nodes first, as PyTorch's CPU ready queue
   bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
 };
 
+// The callbacks queued by each backward pass running on this thread, innermost last.
+thread_local std::vector<std::vector<std::function<void()>>*> final_callbacks;
+
+// Pushes a frame for queue_callback for the lifetime of one backward pass.
+class CallbackFrame {
+ public:
+  CallbackFrame() { final_callbacks.push_back(&callbacks_); }
+  ~CallbackFrame() { final_callbacks.pop_back(); }
+  CallbackFrame(const CallbackFrame&) = delete;
+  CallbackFrame& operator=(const CallbackFrame&) = delete;
+  void run() {
+    for (size_t i = 0; i < callbacks_.size(); ++i) {
+      auto callback = std::move(callbacks_[i]);  // moved out: the callback may queue more
+      callback();
+    }
+    callbacks_.clear();
+  }
+
+ private:
+  std::vector<std::function<void()>> callbacks_;
+};
+
 void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
 
 // n->apply(grads), under anomaly mode with the node named in errors and its outputs checked.
@@ -108,6 +130,7 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
   }
 
   AutoGradMode mode(create_graph);
+  CallbackFrame frame;
   std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
   std::unordered_map<Node*, std::shared_ptr<Node>> alive;  // keeps roots' nodes alive
   for (auto& [e, g] : root_grads) {
@@ -159,6 +182,8 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
     alive.erase(n);
   }
 
+  frame.run();
+
   if (inputs && !allow_unused) {
     for (size_t i = 0; i < captured.size(); ++i)
       KILN_CHECK(captured[i].defined(), "autograd::grad: input ", i,
@@ -168,6 +193,13 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
 }
 
 }  // namespace
+
+void queue_callback(std::function<void()> callback) {
+  KILN_CHECK(!final_callbacks.empty(),
+             "queue_callback: no backward pass is running on this thread; callbacks can only be "
+             "queued from within backward (a hook or a Node)");
+  final_callbacks.back()->push_back(std::move(callback));
+}
 
 void backward(const variable_list& roots, const variable_list& grad_roots,
               std::optional<bool> retain_graph, bool create_graph) {

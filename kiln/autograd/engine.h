@@ -1,6 +1,7 @@
 #pragma once
 // The backward engine: runs the graph from the roots in dependency order with a ready queue
 // (no recursion, so deep graphs are fine), and kiln::autograd::grad.
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -20,5 +21,10 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
                    const variable_list& grad_outputs = {},
                    std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                    bool allow_unused = false);
+
+// Runs `callback` when the backward pass now running on this thread has finished (before
+// backward() returns), as PyTorch's Variable._execution_engine.queue_callback. Callbacks run in
+// the order queued, and may queue more. Outside a backward pass it is an error.
+void queue_callback(std::function<void()> callback);
 
 }  // namespace kiln::autograd

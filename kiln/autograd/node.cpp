@@ -63,6 +63,11 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   if (!GradMode::is_enabled()) g = g.detach();
   // Out of place: the incoming gradient may be shared with a caller or another leaf.
   m.grad = m.grad.defined() ? add(m.grad, g) : g;
+  // By index: a hook may register another one.
+  for (size_t i = 0; i < m.post_accumulate_grad_hooks.size(); ++i) {
+    auto hook = m.post_accumulate_grad_hooks[i];  // a copy: the hook may add hooks
+    hook(leaf_);
+  }
   return {};
 }
 

@@ -129,4 +129,14 @@ void Tensor::add_grad_hook(std::function<Tensor(const Tensor&)> hook) const {
   e.node->add_pre_hook(e.input_nr, std::move(hook));
 }
 
+void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  KILN_CHECK(requires_grad(),
+             "register_post_accumulate_grad_hook: cannot register a hook on a tensor that "
+             "doesn't require gradient");
+  KILN_CHECK(is_leaf(),
+             "register_post_accumulate_grad_hook: post accumulate grad hooks cannot be "
+             "registered on non-leaf tensors");
+  checked()->ensure_autograd_meta().post_accumulate_grad_hooks.push_back(std::move(hook));
+}
+
 }  // namespace kiln

@@ -22,6 +22,8 @@ struct AutogradMeta {
   uint32_t output_nr = 0;                          // which output of grad_fn this tensor is
   std::weak_ptr<autograd::Node> grad_accumulator;  // leaves: the node that writes .grad
   std::vector<std::function<Tensor(const Tensor&)>> hooks;  // run on this tensor's gradient
+  // Leaves: run with the tensor after its .grad has been accumulated.
+  std::vector<std::function<void(const Tensor&)>> post_accumulate_grad_hooks;
 };
 
 // A node's name ("AddBackward0") for printing grad_fn: core cannot call autograd::Node, so

@@ -39,20 +39,22 @@ void check_accessor(const Tensor& t, ScalarType type, size_t dims, const char* w
   _(exp)                                                                                           \
   _(exp2)                                                                                          \
   _(expm1)                                                                                         \
-  _(log) _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(asin)     \
-      _(acos) _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu) _(erf) _(erfc) _(erfinv) _(floor) \
-          _(ceil) _(round) _(trunc) _(frac) _(logical_not) _(bitwise_not) _(square)
+  _(log)                                                                                           \
+  _(log2) _(log10) _(log1p) _(sqrt) _(rsqrt) _(reciprocal) _(sin) _(cos) _(tan) _(asin) _(acos)    \
+      _(atan) _(sinh) _(cosh) _(tanh) _(sigmoid) _(relu) _(erf) _(erfc) _(erfinv) _(floor) _(ceil) \
+          _(round) _(trunc) _(frac) _(logical_not) _(bitwise_not) _(square)
 
 // Binary pointwise ops that are also methods, with tensor or scalar `other` and in-place forms.
-#define KILN_BINARY_METHOD_OPS(_)                                                       \
-  _(mul)                                                                                \
-  _(div)                                                                                \
-  _(pow)                                                                                \
-  _(atan2)                                                                              \
-  _(maximum)                                                                            \
-  _(minimum)                                                                            \
-  _(fmod) _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) _(logical_and) _(logical_or) \
-      _(logical_xor) _(bitwise_and) _(bitwise_or) _(bitwise_xor)
+#define KILN_BINARY_METHOD_OPS(_)                                                              \
+  _(mul)                                                                                       \
+  _(div)                                                                                       \
+  _(pow)                                                                                       \
+  _(atan2)                                                                                     \
+  _(maximum)                                                                                   \
+  _(minimum)                                                                                   \
+  _(fmod)                                                                                      \
+  _(remainder) _(eq) _(ne) _(lt) _(le) _(gt) _(ge) _(logical_and) _(logical_or) _(logical_xor) \
+      _(bitwise_and) _(bitwise_or) _(bitwise_xor)
 
 class Tensor {
  public:
@@ -204,6 +206,9 @@ class Tensor {
     }
   }
   void add_grad_hook(std::function<Tensor(const Tensor&)> hook) const;
+  // Leaves only: runs `hook(*this)` each time backward has accumulated into this tensor's .grad
+  // (how DistributedDataParallel learns that a gradient is ready).
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
 
   // ---- conversion and copies (ops/creation.h) ----
   Tensor to(ScalarType dtype, bool non_blocking = false, bool copy = false) const;
