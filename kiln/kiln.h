@@ -26,6 +26,7 @@
 #include "kiln/io/io.h"
 #include "kiln/nn/functional.h"
 #include "kiln/nn/nn.h"
+#include "kiln/nn/parallel/distributed.h"
 #include "kiln/ops/ctc.h"
 #include "kiln/ops/linalg_namespace.h"
 #include "kiln/ops/ops.h"

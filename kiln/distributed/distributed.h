@@ -37,6 +37,9 @@ void destroy_process_group(const std::shared_ptr<ProcessGroup>& group = nullptr)
 
 using Group = std::shared_ptr<ProcessGroup>;
 
+// The default group (an error when init_process_group has not run).
+Group default_group();
+
 // This process's rank in `group` (the default group when null) and the group's size.
 int get_rank(const Group& group = nullptr);
 int get_world_size(const Group& group = nullptr);

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -81,6 +83,36 @@ inline void expect_all_passed(const std::vector<int>& status) {
 template <class... Args>
 void require(bool cond, const Args&... what) {
   if (!cond) throw Error(detail::str_cat(what...));
+}
+
+// Runs f, which must throw a kiln::Error whose message holds every fragment.
+template <class F>
+void require_error(F&& f, std::initializer_list<std::string_view> fragments) {
+  try {
+    f();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    for (std::string_view fragment : fragments)
+      require(m.find(fragment) != std::string::npos, "the error lacks '", fragment, "': ", m);
+    return;
+  }
+  require(false, "no error; expected one saying '", *fragments.begin(), "'");
+}
+
+// A shell command's exit status and its stdout and stderr together.
+struct CommandResult {
+  int status = -1;
+  std::string output;
+};
+inline CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) r.output.append(buf, n);
+  const int s = pclose(pipe);
+  r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+  return r;
 }
 
 // The port is read before the ranks fork: a child must not touch the master, whose server

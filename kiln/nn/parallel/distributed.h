@@ -1,0 +1,128 @@
+#pragma once
+// nn::parallel::DistributedDataParallel, PyTorch's DDP: wraps a module so that each rank trains
+// a replica on its part of the batch and backward leaves every rank with the gradient averaged
+// over all of them. Construction checks that the ranks built the same model and broadcasts
+// rank 0's parameters and buffers; each forward broadcasts rank 0's buffers (BatchNorm's running
+// statistics); backward reduces gradients in buckets while it still runs (kiln/distributed/
+// reducer.h). docs/distributed.md.
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "kiln/core/arg.h"
+#include "kiln/distributed/distributed.h"
+#include "kiln/distributed/reducer.h"
+#include "kiln/nn/module.h"
+#include "kiln/nn/module_holder.h"
+
+namespace kiln::nn::parallel {
+
+struct DistributedDataParallelOptions {
+  KILN_ARG(distributed::Group, process_group);  // null: the default group
+  KILN_ARG(double, bucket_cap_mb) = 25;
+  KILN_ARG(bool, broadcast_buffers) = true;
+  KILN_ARG(bool, find_unused_parameters) = false;
+  KILN_ARG(bool, gradient_as_bucket_view) = false;
+  KILN_ARG(bool, static_graph) = false;
+  KILN_ARG(bool, init_sync) = true;  // broadcast rank 0's parameters and buffers at construction
+};
+
+namespace detail {
+// The tensors in a forward's result, for finding the parameters it did not use.
+template <class T>
+void collect_tensors(const T&, std::vector<Tensor>&) {}
+inline void collect_tensors(const Tensor& t, std::vector<Tensor>& out) { out.push_back(t); }
+inline void collect_tensors(const std::vector<Tensor>& v, std::vector<Tensor>& out) {
+  out.insert(out.end(), v.begin(), v.end());
+}
+template <class A, class B>
+void collect_tensors(const std::pair<A, B>& p, std::vector<Tensor>& out);
+template <class... T>
+void collect_tensors(const std::tuple<T...>& t, std::vector<Tensor>& out) {
+  std::apply([&](const auto&... item) { (collect_tensors(item, out), ...); }, t);
+}
+template <class A, class B>
+void collect_tensors(const std::pair<A, B>& p, std::vector<Tensor>& out) {
+  collect_tensors(p.first, out);
+  collect_tensors(p.second, out);
+}
+
+template <class T>
+std::shared_ptr<Module> module_ptr(const std::shared_ptr<T>& m) {
+  return m;
+}
+template <class T>
+std::shared_ptr<Module> module_ptr(const ModuleHolder<T>& m) {
+  return m.ptr();
+}
+}  // namespace detail
+
+// What DistributedDataParallel<M> does for every M.
+class DistributedDataParallelBase : public Module {
+ public:
+  // While alive, backward passes accumulate gradients locally without reducing them; the first
+  // backward after it reduces the accumulated sum (gradient accumulation over micro-batches).
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(DistributedDataParallelBase& ddp);
+    ~NoSyncGuard();
+    NoSyncGuard(NoSyncGuard&& other) noexcept;
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(NoSyncGuard&&) = delete;
+
+   private:
+    DistributedDataParallelBase* ddp_;
+    bool previous_;
+  };
+  [[nodiscard]] NoSyncGuard no_sync() { return NoSyncGuard(*this); }
+
+  const distributed::Group& process_group() const { return group_; }
+  distributed::Reducer& reducer() { return *reducer_; }
+
+ protected:
+  DistributedDataParallelBase(std::shared_ptr<Module> module,
+                              const DistributedDataParallelOptions& options);
+  void before_forward();
+  void after_forward(const std::vector<Tensor>& outputs);
+
+ private:
+  std::shared_ptr<Module> wrapped_;
+  distributed::Group group_;
+  bool broadcast_buffers_;
+  bool require_backward_grad_sync_ = true;
+  std::shared_ptr<distributed::Reducer> reducer_;
+};
+
+// M: a module holder (a TORCH_MODULE-style type) or a std::shared_ptr to a module; forward()
+// takes and returns what M's forward does.
+template <class M>
+class DistributedDataParallel : public DistributedDataParallelBase {
+ public:
+  explicit DistributedDataParallel(M module, const DistributedDataParallelOptions& options = {})
+      : DistributedDataParallelBase(detail::module_ptr(module), options),
+        module_(std::move(module)) {}
+
+  template <class... Args>
+  auto forward(Args&&... args) {
+    before_forward();
+    auto out = module_->forward(std::forward<Args>(args)...);
+    std::vector<Tensor> tensors;
+    detail::collect_tensors(out, tensors);
+    after_forward(tensors);
+    return out;
+  }
+  template <class... Args>
+  auto operator()(Args&&... args) {
+    return forward(std::forward<Args>(args)...);
+  }
+
+  M& module() { return module_; }
+
+ private:
+  M module_;
+};
+
+}  // namespace kiln::nn::parallel
