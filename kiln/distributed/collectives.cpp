@@ -87,7 +87,7 @@ std::shared_ptr<Work> ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op
   Impl& g = *impl_;
   g.check_tensor("all_reduce", tensor);
   ElementReduction reduction = element_reduction(tensor.dtype(), op, "all_reduce");
-  return g.enqueue("all_reduce", [&g, tensor, op, reduction](uint32_t tag) {
+  return g.enqueue("all_reduce", {tensor}, {tensor}, [&g, tensor, op, reduction](uint32_t tag) {
     g.agree(CollectiveCall::of(CollectiveKind::AllReduce, tensor, op), tag);
     const DenseBuffer buf(tensor);
     if (tensor.numel() > 0) all_reduce_dense(g, buf.dense, op, reduction, tag + 2);
@@ -99,7 +99,7 @@ std::shared_ptr<Work> ProcessGroup::broadcast(const Tensor& tensor, int root) {
   Impl& g = *impl_;
   g.check_tensor("broadcast", tensor);
   g.check_rank("broadcast", "root", root);
-  return g.enqueue("broadcast", [&g, tensor, root](uint32_t tag) {
+  return g.enqueue("broadcast", {tensor}, {tensor}, [&g, tensor, root](uint32_t tag) {
     g.agree(CollectiveCall::of(CollectiveKind::Broadcast, tensor, root), tag);
     const DenseBuffer buf(tensor);
     if (tensor.numel() > 0) {
@@ -118,7 +118,7 @@ std::shared_ptr<Work> ProcessGroup::reduce(const Tensor& tensor, int root, Reduc
   g.check_tensor("reduce", tensor);
   g.check_rank("reduce", "root", root);
   ElementReduction reduction = element_reduction(tensor.dtype(), op, "reduce");
-  return g.enqueue("reduce", [&g, tensor, root, op, reduction](uint32_t tag) {
+  return g.enqueue("reduce", {tensor}, {tensor}, [&g, tensor, root, op, reduction](uint32_t tag) {
     g.agree(CollectiveCall::of(CollectiveKind::Reduce, tensor, op, root), tag);
     if (tensor.numel() == 0) return;
     const DenseBuffer buf(tensor);
@@ -146,7 +146,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather_into_tensor(const Tensor& out, co
              "all_gather_into_tensor: the output must hold world size (", g.size,
              ") x the input's elements of its dtype: got output ", out.sizes(), " ", out.dtype(),
              " for input ", input.sizes(), " ", input.dtype());
-  return g.enqueue("all_gather_into_tensor", [&g, out, input](uint32_t tag) {
+  return g.enqueue("all_gather_into_tensor", {input}, {out}, [&g, out, input](uint32_t tag) {
     g.agree(CollectiveCall::of(CollectiveKind::AllGather, input), tag);
     const DenseBuffer in(input), result(out);
     if (input.numel() > 0) {
@@ -167,7 +167,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather(const std::vector<Tensor>& output
   KILN_CHECK(static_cast<int>(outputs.size()) == g.size,
              "all_gather: expected one output per rank (", g.size, "), got ", outputs.size());
   for (const Tensor& o : outputs) g.check_same("all_gather", o, input);
-  return g.enqueue("all_gather", [&g, outputs, input](uint32_t tag) {
+  return g.enqueue("all_gather", {input}, outputs, [&g, outputs, input](uint32_t tag) {
     g.agree(CollectiveCall::of(CollectiveKind::AllGather, input), tag);
     if (input.numel() == 0) return;
     const DenseBuffer in(input);
@@ -194,7 +194,7 @@ std::shared_ptr<Work> ProcessGroup::gather(const std::vector<Tensor>& outputs, c
     KILN_CHECK(outputs.empty(), "gather: only the root (rank ", root, ") passes outputs; rank ",
                g.rank, " passed ", outputs.size());
   }
-  return g.enqueue("gather", [&g, outputs, input, root](uint32_t tag) {
+  return g.enqueue("gather", {input}, outputs, [&g, outputs, input, root](uint32_t tag) {
     g.agree(CollectiveCall::of(CollectiveKind::Gather, input, root), tag);
     if (input.numel() == 0) return;
     const DenseBuffer in(input);
@@ -223,7 +223,7 @@ std::shared_ptr<Work> ProcessGroup::scatter(const Tensor& output, const std::vec
     KILN_CHECK(inputs.empty(), "scatter: only the root (rank ", root, ") passes inputs; rank ",
                g.rank, " passed ", inputs.size());
   }
-  return g.enqueue("scatter", [&g, output, inputs, root](uint32_t tag) {
+  return g.enqueue("scatter", inputs, {output}, [&g, output, inputs, root](uint32_t tag) {
     g.agree(CollectiveCall::of(CollectiveKind::Scatter, output, root), tag);
     if (output.numel() == 0) return;
     const DenseBuffer out(output);
@@ -252,14 +252,15 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_tensor(const Tensor& output, 
              ") x the output's elements of its dtype: got input ", input.sizes(), " ",
              input.dtype(), " for output ", output.sizes(), " ", output.dtype());
   ElementReduction reduction = element_reduction(input.dtype(), op, "reduce_scatter_tensor");
-  return g.enqueue("reduce_scatter_tensor", [&g, output, input, op, reduction](uint32_t tag) {
-    g.agree(CollectiveCall::of(CollectiveKind::ReduceScatter, input, op), tag);
-    if (output.numel() == 0) return;
-    const Tensor flat = input.reshape({-1}).clone();
-    all_reduce_dense(g, flat, op, reduction, tag + 2);
-    const int64_t n = output.numel();
-    output.copy_(flat.slice(0, g.rank * n, (g.rank + 1) * n).view(output.sizes()));
-  });
+  return g.enqueue("reduce_scatter_tensor", {input}, {output},
+                   [&g, output, input, op, reduction](uint32_t tag) {
+                     g.agree(CollectiveCall::of(CollectiveKind::ReduceScatter, input, op), tag);
+                     if (output.numel() == 0) return;
+                     const Tensor flat = input.reshape({-1}).clone();
+                     all_reduce_dense(g, flat, op, reduction, tag + 2);
+                     const int64_t n = output.numel();
+                     output.copy_(flat.slice(0, g.rank * n, (g.rank + 1) * n).view(output.sizes()));
+                   });
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& output,
@@ -304,14 +305,15 @@ std::shared_ptr<Work> ProcessGroup::all_to_all_single(const Tensor& output, cons
   };
   const std::vector<int64_t> send = counts(input_split_sizes, input, "input");
   const std::vector<int64_t> recv = counts(output_split_sizes, output, "output");
-  return g.enqueue("all_to_all_single", [&g, output, input, send, recv](uint32_t tag) {
-    CollectiveCall call = CollectiveCall::of(CollectiveKind::AllToAll, input);
-    call.numel = -1;  // the counts are checked pairwise instead
-    g.agree(call, tag);
-    const DenseBuffer in(input), out(output);
-    all_to_all_dense(g, in.dense, out.dense, send, recv, tag + 1);
-    out.write_back();
-  });
+  return g.enqueue("all_to_all_single", {input}, {output},
+                   [&g, output, input, send, recv](uint32_t tag) {
+                     CollectiveCall call = CollectiveCall::of(CollectiveKind::AllToAll, input);
+                     call.numel = -1;  // the counts are checked pairwise instead
+                     g.agree(call, tag);
+                     const DenseBuffer in(input), out(output);
+                     all_to_all_dense(g, in.dense, out.dense, send, recv, tag + 1);
+                     out.write_back();
+                   });
 }
 
 std::shared_ptr<Work> ProcessGroup::all_to_all(const std::vector<Tensor>& outputs,
@@ -327,7 +329,7 @@ std::shared_ptr<Work> ProcessGroup::all_to_all(const std::vector<Tensor>& output
     KILN_CHECK(t.dtype() == outputs[0].dtype(), "all_to_all: every tensor must be ",
                outputs[0].dtype(), "; got ", t.dtype());
   }
-  return g.enqueue("all_to_all", [&g, outputs, inputs](uint32_t tag) {
+  return g.enqueue("all_to_all", inputs, outputs, [&g, outputs, inputs](uint32_t tag) {
     CollectiveCall call = CollectiveCall::of(CollectiveKind::AllToAll, outputs[0]);
     call.numel = -1;
     g.agree(call, tag);
@@ -343,7 +345,7 @@ std::shared_ptr<Work> ProcessGroup::all_to_all(const std::vector<Tensor>& output
 
 std::shared_ptr<Work> ProcessGroup::barrier() {
   Impl& g = *impl_;
-  return g.enqueue("barrier", [&g](uint32_t tag) {
+  return g.enqueue("barrier", {}, {}, [&g](uint32_t tag) {
     g.agree({CollectiveKind::Barrier}, tag);
     gloo::BarrierOptions o(g.context);
     o.setTag(tag + 2);

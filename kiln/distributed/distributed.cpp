@@ -8,6 +8,7 @@
 
 #include "kiln/core/error.h"
 #include "kiln/distributed/file_store.h"
+#include "kiln/distributed/flight_recorder.h"
 #include "kiln/distributed/hash_store.h"
 #include "kiln/distributed/prefix_store.h"
 #include "kiln/distributed/tcp_store.h"
@@ -87,7 +88,12 @@ Rendezvous rendezvous(const InitOptions& o, int rank, int world_size) {
                "init_process_group: init_method env:// needs MASTER_ADDR and MASTER_PORT to be "
                "set (MASTER_ADDR=",
                addr ? addr : "<unset>", ", MASTER_PORT=", port ? port : "<unset>", ")");
-    return tcp_rendezvous(addr, parse_port(port, "MASTER_PORT"), rank, world_size, o.timeout);
+    // Under `kiln run` the launcher serves the store and every rank is its client.
+    const char* agent = std::getenv("KILN_USE_AGENT_STORE");
+    const bool agent_store = agent && std::string(agent) == "1";
+    return {std::make_shared<TCPStore>(addr, parse_port(port, "MASTER_PORT"), world_size,
+                                       rank == 0 && !agent_store, o.timeout),
+            is_loopback(addr)};
   }
   if (m.rfind("tcp://", 0) == 0) {
     const std::string rest = m.substr(6);
@@ -173,6 +179,7 @@ void init_process_group(const InitOptions& o) {
   const int rank = rank_or_env(o.rank, {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}, "rank");
   KILN_CHECK(world_size >= 1 && rank < world_size, "init_process_group: rank ", rank,
              " is not in [0, world size ", world_size, ")");
+  FlightRecorder::get().set_rank(rank, world_size);
   Rendezvous r = rendezvous(o, rank, world_size);
   ProcessGroup::Options pg;
   pg.timeout = o.timeout;

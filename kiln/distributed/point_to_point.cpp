@@ -63,10 +63,13 @@ std::shared_ptr<Work> ProcessGroup::send(const Tensor& tensor, int dst, int tag)
   head->send(dst, slot(kHeaderSlot, tag));
   data->send(dst, slot(kDataSlot, tag));
   const std::string what = detail::str_cat("send: ", describe(*header), " to rank ", dst);
+  const uint64_t id = g.record_p2p("send to rank " + std::to_string(dst), dense);
   return g.transfer_queue(true, dst, tag)
-      .push("send", [head, data, header, dense, what, timeout = g.options.timeout] {
-        wait_transfer(what, timeout,
-                      [&] { return head->waitSend(timeout) && data->waitSend(timeout); });
+      .push("send", [&g, id, head, data, header, dense, what, timeout = g.options.timeout] {
+        g.run_recorded(id, "send", [&] {
+          wait_transfer(what, timeout,
+                        [&] { return head->waitSend(timeout) && data->waitSend(timeout); });
+        });
       });
 }
 
@@ -94,20 +97,26 @@ std::shared_ptr<Work> ProcessGroup::recv(const Tensor& tensor, int src, int tag)
   const std::string what = detail::str_cat("recv: ", describe(expected), " from ",
                                            src >= 0 ? "rank " + std::to_string(src) : "any rank");
   auto source = std::make_shared<int>(-1);
+  const uint64_t id = g.record_p2p(
+      src >= 0 ? "recv from rank " + std::to_string(src) : std::string("recv from any rank"),
+      tensor);
   auto work =
       g.transfer_queue(false, src, tag)
-          .push("recv", [&g, head, header, expected, tensor, tag, what, source,
+          .push("recv", [&g, id, head, header, expected, tensor, tag, what, source,
                          timeout = g.options.timeout] {
-            wait_transfer(what, timeout, [&] { return head->waitRecv(source.get(), timeout); });
-            const bool matches = *header == expected;
-            // A mismatched message still arrives whole, into a buffer of its own size.
-            const DenseBuffer into(matches ? tensor : empty({(*header)[2]}, TensorOptions(kUInt8)));
-            auto data = g.post_buffer(into.data(), into.dense.nbytes());
-            data->recv(*source, slot(kDataSlot, tag));
-            wait_transfer(what, timeout, [&] { return data->waitRecv(timeout); });
-            KILN_CHECK(matches, what, ": rank ", *source, " sent ", describe(*header),
-                       "; a matched send and recv must agree in element count and dtype");
-            into.write_back();
+            g.run_recorded(id, "recv", [&] {
+              wait_transfer(what, timeout, [&] { return head->waitRecv(source.get(), timeout); });
+              const bool matches = *header == expected;
+              // A mismatched message still arrives whole, into a buffer of its own size.
+              const DenseBuffer into(matches ? tensor
+                                             : empty({(*header)[2]}, TensorOptions(kUInt8)));
+              auto data = g.post_buffer(into.data(), into.dense.nbytes());
+              data->recv(*source, slot(kDataSlot, tag));
+              wait_transfer(what, timeout, [&] { return data->waitRecv(timeout); });
+              KILN_CHECK(matches, what, ": rank ", *source, " sent ", describe(*header),
+                         "; a matched send and recv must agree in element count and dtype");
+              into.write_back();
+            });
           });
   work->set_source(source);
   return work;

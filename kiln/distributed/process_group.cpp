@@ -176,11 +176,47 @@ std::string ProcessGroup::Impl::where() const {
 }
 
 std::shared_ptr<Work> ProcessGroup::Impl::enqueue(const char* what,
+                                                  const std::vector<Tensor>& inputs,
+                                                  const std::vector<Tensor>& outputs,
                                                   std::function<void(uint32_t)> fn) {
   std::lock_guard lock(tag_mutex);
   const uint32_t tag = next_tag;
   next_tag += 4;  // the agreement check, one more exchange of sizes, and two of data
-  return collectives->push(what, [fn = std::move(fn), tag] { fn(tag); });
+  const uint64_t id = FlightRecorder::get().record(recorded(), ++collective_seq, 0, what,
+                                                   summarize(inputs), summarize(outputs));
+  return collectives->push(what, [this, fn = std::move(fn), tag, id, what] {
+    run_recorded(id, what, [&] { fn(tag); });
+  });
+}
+
+uint64_t ProcessGroup::Impl::record_p2p(std::string op, const Tensor& t) {
+  int64_t seq;
+  {
+    std::lock_guard lock(tag_mutex);
+    seq = ++p2p_seq;
+  }
+  return FlightRecorder::get().record(recorded(), 0, seq, std::move(op), summarize({t}), {});
+}
+
+void ProcessGroup::Impl::run_recorded(uint64_t id, const char* what,
+                                      const std::function<void()>& fn) const {
+  FlightRecorder& recorder = FlightRecorder::get();
+  recorder.started(id);
+  std::string message;
+  try {
+    fn();
+    recorder.finished(id, "");
+    return;
+  } catch (const Error& e) {
+    message = e.what();
+  } catch (const std::exception& e) {
+    message = std::string(what) + " on " + where() + " failed: " + e.what();
+  }
+  recorder.finished(id, message);
+  const std::string path = recorder.dump(message);
+  if (!path.empty())
+    message += " (flight recorder written to " + path + "; run `kiln fr` on its directory)";
+  throw Error(message);
 }
 
 std::vector<int64_t> ProcessGroup::Impl::gather_rows(const std::vector<int64_t>& mine,
@@ -238,17 +274,20 @@ ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Opt
   g.size = size;
   g.options = std::move(options);
   const SigpipeBlocked sigpipe_blocked;
-  try {
-    GlooStore gloo_store(store);
-    auto device = make_device(g.options);
-    g.context = std::make_shared<gloo::rendezvous::Context>(rank, size);
-    g.context->setTimeout(g.options.timeout);
-    g.context->connectFullMesh(gloo_store, device);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    KILN_FAIL("ProcessGroup: ", g.where(), " could not connect to its peers: ", e.what());
-  }
+  const uint64_t id = FlightRecorder::get().record(g.recorded(), 0, 0, "connect", {}, {});
+  g.run_recorded(id, "connect", [&] {
+    try {
+      GlooStore gloo_store(store);
+      auto device = make_device(g.options);
+      g.context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+      g.context->setTimeout(g.options.timeout);
+      g.context->connectFullMesh(gloo_store, device);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      KILN_FAIL("ProcessGroup: ", g.where(), " could not connect to its peers: ", e.what());
+    }
+  });
   g.collectives = std::make_unique<TaskQueue>(g.where());
 }
 

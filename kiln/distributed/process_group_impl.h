@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kiln/distributed/flight_recorder.h"
 #include "kiln/distributed/process_group.h"
 #include "kiln/distributed/task_queue.h"
 
@@ -107,8 +108,19 @@ struct ProcessGroup::Impl {
 
   std::string where() const;
 
-  // Queues fn(tag) on `collectives`; the tags follow call order, the same on every rank.
-  std::shared_ptr<Work> enqueue(const char* what, std::function<void(uint32_t tag)> fn);
+  // Queues fn(tag) on `collectives`; the tags follow call order, the same on every rank. The
+  // flight recorder notes the call with the tensors' sizes; when fn fails, it is dumped.
+  std::shared_ptr<Work> enqueue(const char* what, const std::vector<Tensor>& inputs,
+                                const std::vector<Tensor>& outputs,
+                                std::function<void(uint32_t tag)> fn);
+  int64_t collective_seq = 0;  // collectives queued (the connection is number 0)
+  int64_t p2p_seq = 0;         // point-to-point calls made
+  RecordedGroup recorded() const { return {options.name, rank, size}; }
+  // A flight-recorder entry for a send or recv of `t`, numbered by p2p_seq.
+  uint64_t record_p2p(std::string op, const Tensor& t);
+  // Runs fn as flight-recorder entry `id`: started, then finished; a failure dumps the recorder
+  // and is rethrown as a kiln::Error naming `what` and the dump.
+  void run_recorded(uint64_t id, const char* what, const std::function<void()>& fn) const;
 
   // Every rank's CollectiveCall compared (one small exchange under `tag`): a kiln::Error on every
   // rank, listing what each passed, when they differ.

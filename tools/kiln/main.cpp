@@ -1,5 +1,6 @@
 // The `kiln` command. `kiln ops` lists the op registry; `kiln info` says how the CPU kernels run
-// on this machine.
+// on this machine; `kiln run` launches the ranks of a distributed program (run.h); `kiln fr`
+// reads flight-recorder dumps (fr.h).
 #include <cstring>
 #include <iostream>
 
@@ -8,6 +9,8 @@
 #include "kiln/core/device_backend.h"
 #include "kiln/kiln.h"
 #include "kiln/ops/registry.h"
+#include "tools/kiln/fr.h"
+#include "tools/kiln/run.h"
 
 namespace {
 
@@ -29,6 +32,8 @@ int info() {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "info") == 0) return info();
+  if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return kiln::cli::run(argc - 2, argv + 2);
+  if (argc >= 2 && std::strcmp(argv[1], "fr") == 0) return kiln::cli::fr(argc - 2, argv + 2);
   if (argc >= 2 && std::strcmp(argv[1], "ops") == 0) {
     bool json = argc >= 3 && std::strcmp(argv[2], "--json") == 0;
     kiln::load_device_backends();  // their kernels fill the device columns
@@ -63,6 +68,7 @@ int main(int argc, char** argv) {
       std::cout << ops.size() << " ops\n";
     return 0;
   }
-  std::cerr << "usage: kiln ops [--json] | kiln info\n";
+  std::cerr
+      << "usage: kiln ops [--json] | kiln info | kiln run [-n N] PROGRAM [ARGS...] | kiln fr DIR\n";
   return 2;
 }
