@@ -204,7 +204,7 @@ void Reducer::mark_ready(size_t index, bool used) {
 void Reducer::launch_ready_buckets() {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     Bucket& b = buckets_[next_bucket_++];
-    b.work = group_->all_reduce(b.flat, ReduceOp::AVG);
+    b.work = group_->all_reduce(b.flat, ReduceOp::SUM);
   }
 }
 
@@ -252,8 +252,10 @@ void Reducer::finalize() {
     if (exchange_used) anywhere = used_anywhere.data_ptr<int32_t>()[i] != 0;
     if (learning()) unused_[i] = !anywhere;
     if (!anywhere) continue;
+    // The buckets hold sums: dividing makes the average in the pass that writes .grad.
     Tensor s = slot(i);
-    params_[i].set_grad(options_.gradient_as_bucket_view ? s : s.clone());
+    const double scale = 1.0 / group_->size();
+    params_[i].set_grad(options_.gradient_as_bucket_view ? s.mul_(scale) : s * scale);
   }
   armed_ = false;
   const bool rebuild = iteration_ == 0 && (!options_.find_unused_parameters || learning());
