@@ -81,4 +81,14 @@ TEST(Launcher, TrainsTheGptWithDdpAndResumesAfterACrash) {
   EXPECT_TRUE(has(r, "largest parameter difference between ranks 0\n")) << r.output;
 }
 
+// examples/tp_mlp at 2 ranks (tensor parallel) and 4 (a 2 x 2 mesh: data and tensor parallel).
+TEST(Launcher, TrainsTheTensorParallelMlp) {
+  for (const char* n : {"2", "4"}) {
+    const Result r = run(std::string("-n ") + n + " " + KILN_TP_MLP + " --steps 300");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(has(r, std::string("[rank0]: mesh ") + (n[0] == '2' ? "1 x 2" : "2 x 2")))
+        << r.output;
+  }
+}
+
 }  // namespace
