@@ -29,6 +29,7 @@
 #include "kiln/nn/functional.h"
 #include "kiln/nn/nn.h"
 #include "kiln/nn/parallel/distributed.h"
+#include "kiln/nn/parallel/fully_shard.h"
 #include "kiln/nn/parallel/tensor_parallel.h"
 #include "kiln/ops/ctc.h"
 #include "kiln/ops/linalg_namespace.h"

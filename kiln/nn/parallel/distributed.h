@@ -16,6 +16,7 @@
 #include "kiln/distributed/reducer.h"
 #include "kiln/nn/module.h"
 #include "kiln/nn/module_holder.h"
+#include "kiln/nn/parallel/forward_wrapper.h"
 
 namespace kiln::nn::parallel {
 
@@ -28,36 +29,6 @@ struct DistributedDataParallelOptions {
   KILN_ARG(bool, static_graph) = false;
   KILN_ARG(bool, init_sync) = true;  // broadcast rank 0's parameters and buffers at construction
 };
-
-namespace detail {
-// The tensors in a forward's result, for finding the parameters it did not use.
-template <class T>
-void collect_tensors(const T&, std::vector<Tensor>&) {}
-inline void collect_tensors(const Tensor& t, std::vector<Tensor>& out) { out.push_back(t); }
-inline void collect_tensors(const std::vector<Tensor>& v, std::vector<Tensor>& out) {
-  out.insert(out.end(), v.begin(), v.end());
-}
-template <class A, class B>
-void collect_tensors(const std::pair<A, B>& p, std::vector<Tensor>& out);
-template <class... T>
-void collect_tensors(const std::tuple<T...>& t, std::vector<Tensor>& out) {
-  std::apply([&](const auto&... item) { (collect_tensors(item, out), ...); }, t);
-}
-template <class A, class B>
-void collect_tensors(const std::pair<A, B>& p, std::vector<Tensor>& out) {
-  collect_tensors(p.first, out);
-  collect_tensors(p.second, out);
-}
-
-template <class T>
-std::shared_ptr<Module> module_ptr(const std::shared_ptr<T>& m) {
-  return m;
-}
-template <class T>
-std::shared_ptr<Module> module_ptr(const ModuleHolder<T>& m) {
-  return m.ptr();
-}
-}  // namespace detail
 
 // What DistributedDataParallel<M> does for every M.
 class DistributedDataParallelBase : public Module {
@@ -99,30 +70,10 @@ class DistributedDataParallelBase : public Module {
 // M: a module holder (a TORCH_MODULE-style type) or a std::shared_ptr to a module; forward()
 // takes and returns what M's forward does.
 template <class M>
-class DistributedDataParallel : public DistributedDataParallelBase {
+class DistributedDataParallel : public ForwardWrapper<DistributedDataParallelBase, M> {
  public:
   explicit DistributedDataParallel(M module, const DistributedDataParallelOptions& options = {})
-      : DistributedDataParallelBase(detail::module_ptr(module), options),
-        module_(std::move(module)) {}
-
-  template <class... Args>
-  auto forward(Args&&... args) {
-    before_forward();
-    auto out = module_->forward(std::forward<Args>(args)...);
-    std::vector<Tensor> tensors;
-    detail::collect_tensors(out, tensors);
-    after_forward(tensors);
-    return out;
-  }
-  template <class... Args>
-  auto operator()(Args&&... args) {
-    return forward(std::forward<Args>(args)...);
-  }
-
-  M& module() { return module_; }
-
- private:
-  M module_;
+      : ForwardWrapper<DistributedDataParallelBase, M>(std::move(module), options) {}
 };
 
 }  // namespace kiln::nn::parallel
