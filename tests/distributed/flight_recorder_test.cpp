@@ -174,6 +174,32 @@ TEST(FlightRecorder, KilnFrNamesTheRankThatCalledADifferentCollective) {
   EXPECT_NE(report.output.find("culprit: rank 2\n"), std::string::npos) << report.output;
 }
 
+TEST(FlightRecorder, KilnFrNamesTheRankAReceiveWaitsFor) {
+  const DumpDir dir;
+  expect_all_passed(run_recorded(
+      dir,
+      [&](int rank) {
+        Tensor t = ones({4});
+        if (rank == 0) {
+          send(t, 1);
+          std::this_thread::sleep_for(std::chrono::seconds(3));  // never sends the second
+          raise(SIGUSR1);
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          return;
+        }
+        recv(t, 0);
+        require_error([&] { recv(t, 0); }, {"recv: ", "from rank 0"});
+      },
+      std::chrono::seconds(2), 2));
+  const auto report = kiln_fr(dir.path);
+  EXPECT_EQ(report.status, 1) << report.output;
+  EXPECT_NE(report.output.find("messages from rank 0 to rank 1: rank 1's recv 2 ([[4]] "
+                               "[float32]) is failed; rank 0 never sent it"),
+            std::string::npos)
+      << report.output;
+  EXPECT_NE(report.output.find("culprit: rank 0\n"), std::string::npos) << report.output;
+}
+
 TEST(FlightRecorder, KilnFrRejectsAnEmptyDirectory) {
   const DumpDir dir;
   const auto report = kiln_fr(dir.path);

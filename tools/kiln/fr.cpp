@@ -20,7 +20,9 @@ namespace fs = std::filesystem;
 using io::detail::JsonCursor;
 
 struct Entry {
-  std::string group, op, state, error, signature;  // signature: sizes and dtypes as text
+  std::string group, op, state, error;
+  std::string tensors;    // input sizes and dtypes as text
+  std::string signature;  // op and tensors
   int group_rank = 0, group_size = 1;
   int64_t seq = 0, p2p_seq = 0;
 };
@@ -87,7 +89,8 @@ Entry read_entry(JsonCursor& c) {
     else
       c.skip_value(2);
   }
-  e.signature = e.op + " " + sizes + " " + dtypes;
+  e.tensors = sizes + " " + dtypes;
+  e.signature = e.op + " " + e.tensors;
   return e;
 }
 
@@ -139,10 +142,12 @@ std::string describe(const Entry& e) {
   return s;
 }
 
-// One group's collectives, by group rank and sequence number.
+// One group's collectives, by group rank and sequence number, and its point-to-point calls by
+// group rank, in call order.
 struct GroupView {
   int size = 1;
   std::map<int, std::map<int64_t, const Entry*>> by_rank;
+  std::map<int, std::vector<const Entry*>> p2p;
   std::map<int, int> global_rank;  // group rank -> the global rank of its dump
 };
 
@@ -224,6 +229,54 @@ std::set<int> first_divergence(const std::string& name, const GroupView& g) {
   return {};
 }
 
+// The peer in a point-to-point op's name ("send to rank 3" with prefix "send to rank "), or -1.
+int peer_of(const std::string& op, const std::string& prefix) {
+  if (op.rfind(prefix, 0) != 0) return -1;
+  try {
+    return std::stoi(op.substr(prefix.size()));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// Pairs the k-th send from rank a to rank b with the k-th recv on b from a, for every pair of
+// dumped ranks; reports different tensors and calls left waiting for a peer that never made
+// its half. Returns the culprits' group ranks.
+std::set<int> unmatched_point_to_point(const std::string& name, const GroupView& g) {
+  std::set<int> culprits;
+  for (const auto& [a, from_a] : g.p2p)
+    for (const auto& [b, on_b] : g.p2p) {
+      if (a == b) continue;
+      std::vector<const Entry*> sends, recvs;
+      for (const Entry* e : from_a)
+        if (peer_of(e->op, "send to rank ") == b) sends.push_back(e);
+      for (const Entry* e : on_b)
+        if (peer_of(e->op, "recv from rank ") == a) recvs.push_back(e);
+      const std::string where = "group '" + name + "', messages from rank " + std::to_string(a) +
+                                " to rank " + std::to_string(b);
+      for (size_t k = 0; k < std::min(sends.size(), recvs.size()); ++k)
+        if (sends[k]->tensors != recvs[k]->tensors) {
+          std::cout << where << ": send " << k + 1 << " is " << sends[k]->tensors
+                    << " but the matching recv expects " << recvs[k]->tensors << "\n";
+          culprits.insert({a, b});
+        }
+      for (size_t k = recvs.size(); k < sends.size(); ++k)
+        if (sends[k]->state != "completed") {
+          std::cout << where << ": rank " << a << "'s send " << k + 1 << " (" << sends[k]->tensors
+                    << ") is " << sends[k]->state << "; rank " << b
+                    << " never posted the matching recv\n";
+          culprits.insert(b);
+        }
+      for (size_t k = sends.size(); k < recvs.size(); ++k)
+        if (recvs[k]->state != "completed") {
+          std::cout << where << ": rank " << b << "'s recv " << k + 1 << " (" << recvs[k]->tensors
+                    << ") is " << recvs[k]->state << "; rank " << a << " never sent it\n";
+          culprits.insert(a);
+        }
+    }
+  return culprits;
+}
+
 }  // namespace
 
 int fr(int argc, char** argv) {
@@ -261,11 +314,13 @@ int fr(int argc, char** argv) {
     std::cout << "rank " << d.rank << " (" << d.file << "): " << d.entries.size()
               << " entries, written because: " << d.reason.substr(0, 200) << "\n";
     for (const Entry& e : d.entries) {
-      if (e.p2p_seq != 0) continue;
       GroupView& g = groups[e.group];
       g.size = std::max(g.size, e.group_size);
-      g.by_rank[e.group_rank][e.seq] = &e;
       g.global_rank[e.group_rank] = d.rank;
+      if (e.p2p_seq != 0)
+        g.p2p[e.group_rank].push_back(&e);
+      else
+        g.by_rank[e.group_rank][e.seq] = &e;
     }
   }
   std::set<int> missing;
@@ -274,14 +329,18 @@ int fr(int argc, char** argv) {
   if (!missing.empty()) std::cout << "no dump from rank(s) " << list(missing) << "\n";
 
   std::set<std::string> culprits;
-  for (const auto& [name, g] : groups)
-    for (int r : first_divergence(name, g)) {
+  for (const auto& [name, g] : groups) {
+    std::set<int> ranks = first_divergence(name, g);
+    const std::set<int> p2p = unmatched_point_to_point(name, g);
+    ranks.insert(p2p.begin(), p2p.end());
+    for (int r : ranks) {
       const auto it = g.global_rank.find(r);
       if (it != g.global_rank.end() || name == "default")
         culprits.insert("rank " + std::to_string(it != g.global_rank.end() ? it->second : r));
       else
         culprits.insert("rank " + std::to_string(r) + " of group '" + name + "'");
     }
+  }
   for (int r : missing) culprits.insert("rank " + std::to_string(r));
   if (culprits.empty()) {
     std::cout << "no divergence found\n";

@@ -2,7 +2,8 @@
 // `kiln fr DIR`: reads the flight recorder's dumps (kiln/distributed/flight_recorder.h), lines up
 // each group's collectives across the ranks by sequence number and reports the first divergence:
 // a rank that never called a collective the others did, different ops, sizes or dtypes, or a
-// collective left unfinished, naming the culprit ranks.
+// collective left unfinished; and pairs each send with its recv, reporting a call left waiting
+// for a peer that never made its half. It names the culprit ranks.
 
 namespace kiln::cli {
 
