@@ -49,8 +49,26 @@ std::vector<int> run_recorded(const DumpDir& dir, const std::function<void(int)>
   });
 }
 
+// A rank that stalls for `stall`, then gets SIGUSR1, as an operator would send it to see where
+// the rank is, and gives its recorder time to write.
+void stall_then_dump(std::chrono::seconds stall) {
+  std::this_thread::sleep_for(stall);
+  raise(SIGUSR1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+}
+
 testing::CommandResult kiln_fr(const fs::path& dir) {
   return testing::run_command(std::string(KILN_CLI) + " fr " + dir.string());
+}
+
+// `kiln fr` on `dir` says `what` and names `culprit`.
+void expect_report(const fs::path& dir, const std::string& what, int culprit) {
+  const auto report = kiln_fr(dir);
+  EXPECT_EQ(report.status, 1) << report.output;
+  EXPECT_NE(report.output.find(what), std::string::npos) << report.output;
+  EXPECT_NE(report.output.find("culprit: rank " + std::to_string(culprit) + "\n"),
+            std::string::npos)
+      << report.output;
 }
 
 std::string read_text(const fs::path& path) {
@@ -133,10 +151,7 @@ TEST(FlightRecorder, ADeadRankFailsTheOthersWithinTheTimeoutAndIsNamed) {
   // Rank 1 dies without a word, as a crash.
   run_with_victim(dir, 1, std::chrono::seconds(5), std::chrono::seconds(7),
                   [] { _exit(kExpectedExit); });
-  const auto report = kiln_fr(dir.path);
-  EXPECT_EQ(report.status, 1) << report.output;
-  EXPECT_NE(report.output.find("no dump from rank(s) 1"), std::string::npos) << report.output;
-  EXPECT_NE(report.output.find("culprit: rank 1\n"), std::string::npos) << report.output;
+  expect_report(dir.path, "no dump from rank(s) 1", 1);
 }
 
 TEST(FlightRecorder, AStalledRankTimesTheOthersOutAndTheyNameIt) {
@@ -144,18 +159,12 @@ TEST(FlightRecorder, AStalledRankTimesTheOthersOutAndTheyNameIt) {
   // Rank 2 stalls in its own work, never calling the next collective; then an operator sends it
   // SIGUSR1 to see where it is.
   run_with_victim(dir, 2, std::chrono::seconds(2), std::chrono::seconds(4), [] {
-    std::this_thread::sleep_for(std::chrono::seconds(4));
-    raise(SIGUSR1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    stall_then_dump(std::chrono::seconds(4));
     _exit(kExpectedExit);
   });
-  const auto report = kiln_fr(dir.path);
-  EXPECT_EQ(report.status, 1) << report.output;
-  EXPECT_NE(report.output.find("collective #2: rank(s) 0, 1 called all_reduce [[8]] [float32]; "
-                               "rank(s) 2 never did"),
-            std::string::npos)
-      << report.output;
-  EXPECT_NE(report.output.find("culprit: rank 2\n"), std::string::npos) << report.output;
+  expect_report(
+      dir.path,
+      "collective #2: rank(s) 0, 1 called all_reduce [[8]] [float32]; rank(s) 2 never did", 2);
 }
 
 TEST(FlightRecorder, KilnFrNamesTheRankThatCalledADifferentCollective) {
@@ -167,11 +176,7 @@ TEST(FlightRecorder, KilnFrNamesTheRankThatCalledADifferentCollective) {
     // Every rank fails the agreement check, and dumps.
     require_error([&] { all_reduce(other); }, {"all_reduce: the ranks of group 'default'"});
   }));
-  const auto report = kiln_fr(dir.path);
-  EXPECT_EQ(report.status, 1) << report.output;
-  EXPECT_NE(report.output.find("rank(s) 2: all_reduce [[5]] [float32]"), std::string::npos)
-      << report.output;
-  EXPECT_NE(report.output.find("culprit: rank 2\n"), std::string::npos) << report.output;
+  expect_report(dir.path, "rank(s) 2: all_reduce [[5]] [float32]", 2);
 }
 
 TEST(FlightRecorder, KilnFrNamesTheRankAReceiveWaitsFor) {
@@ -182,22 +187,17 @@ TEST(FlightRecorder, KilnFrNamesTheRankAReceiveWaitsFor) {
         Tensor t = ones({4});
         if (rank == 0) {
           send(t, 1);
-          std::this_thread::sleep_for(std::chrono::seconds(3));  // never sends the second
-          raise(SIGUSR1);
-          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          stall_then_dump(std::chrono::seconds(3));  // never sends the second
           return;
         }
         recv(t, 0);
         require_error([&] { recv(t, 0); }, {"recv: ", "from rank 0"});
       },
       std::chrono::seconds(2), 2));
-  const auto report = kiln_fr(dir.path);
-  EXPECT_EQ(report.status, 1) << report.output;
-  EXPECT_NE(report.output.find("messages from rank 0 to rank 1: rank 1's recv 2 ([[4]] "
-                               "[float32]) is failed; rank 0 never sent it"),
-            std::string::npos)
-      << report.output;
-  EXPECT_NE(report.output.find("culprit: rank 0\n"), std::string::npos) << report.output;
+  expect_report(dir.path,
+                "messages from rank 0 to rank 1: rank 1's recv 2 ([[4]] [float32]) is failed; "
+                "rank 0 never sent it",
+                0);
 }
 
 TEST(FlightRecorder, KilnFrRejectsAnEmptyDirectory) {
