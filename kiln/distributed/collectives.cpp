@@ -32,6 +32,16 @@ void all_reduce_dense(const ProcessGroup::Impl& g, const Tensor& dense, ReduceOp
   if (op == ReduceOp::AVG) dense.div_(g.size, std::nullopt);
 }
 
+// Every rank's input (any strides), in rank order, into `out` (size() x input's bytes).
+void all_gather_bytes(const ProcessGroup::Impl& g, const Tensor& input, char* out, uint32_t tag) {
+  const DenseBuffer in(input);
+  gloo::AllgatherOptions o(g.context);
+  o.setInput(in.data(), input.nbytes());
+  o.setOutput(out, input.nbytes() * g.size);
+  o.setTag(tag);
+  gloo::allgather(o);
+}
+
 // The flat concatenation of tensors (any strides), of their common dtype.
 Tensor flat_concat(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> flat;
@@ -148,14 +158,8 @@ std::shared_ptr<Work> ProcessGroup::all_gather_into_tensor(const Tensor& out, co
              " for input ", input.sizes(), " ", input.dtype());
   return g.enqueue("all_gather_into_tensor", {input}, {out}, [&g, out, input](uint32_t tag) {
     g.agree(CollectiveCall::of(CollectiveKind::AllGather, input), tag);
-    const DenseBuffer in(input), result(out);
-    if (input.numel() > 0) {
-      gloo::AllgatherOptions o(g.context);
-      o.setInput(in.data(), input.nbytes());
-      o.setOutput(result.data(), out.nbytes());
-      o.setTag(tag + 2);
-      gloo::allgather(o);
-    }
+    const DenseBuffer result(out);
+    if (input.numel() > 0) all_gather_bytes(g, input, result.data(), tag + 2);
     result.write_back();
   });
 }
@@ -170,13 +174,8 @@ std::shared_ptr<Work> ProcessGroup::all_gather(const std::vector<Tensor>& output
   return g.enqueue("all_gather", {input}, outputs, [&g, outputs, input](uint32_t tag) {
     g.agree(CollectiveCall::of(CollectiveKind::AllGather, input), tag);
     if (input.numel() == 0) return;
-    const DenseBuffer in(input);
     const Tensor flat = empty({g.size * input.numel()}, TensorOptions(input.dtype()));
-    gloo::AllgatherOptions o(g.context);
-    o.setInput(in.data(), input.nbytes());
-    o.setOutput(static_cast<char*>(flat.data_ptr()), flat.nbytes());
-    o.setTag(tag + 2);
-    gloo::allgather(o);
+    all_gather_bytes(g, input, static_cast<char*>(flat.data_ptr()), tag + 2);
     scatter_into(flat, outputs);
   });
 }
