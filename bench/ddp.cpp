@@ -4,15 +4,13 @@
 // what data parallelism costs a step. Each rank is a forked process with one thread. The torch
 // side is bench/ddp.py; bench/RESULTS-distributed.md has both.
 //   build/bench/ddp_bench [world=2]
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "bench/forked_ranks.h"
 #include "kiln/kiln.h"
 
 namespace {
@@ -59,12 +57,7 @@ void run_rank(int rank, int world, uint16_t port) {
     step = median_step(
         *model, [&](const Tensor& x) { return model->forward(x); }, rank);
   } else {
-    setenv("GLOO_SOCKET_IFNAME", "lo", 1);
-    dist::InitOptions o;
-    o.rank = rank;
-    o.world_size = world;
-    o.store = std::make_shared<dist::TCPStore>("127.0.0.1", port, std::nullopt, false);
-    dist::init_process_group(o);
+    bench::join_default_group(rank, world, port);
     nn::parallel::DistributedDataParallel ddp(model.ptr());
     step = median_step(
         ddp, [&](const Tensor& x) { return ddp(x); }, rank);
@@ -78,16 +71,5 @@ void run_rank(int rank, int world, uint16_t port) {
 
 int main(int argc, char** argv) {
   const int world = argc > 1 ? std::stoi(argv[1]) : 2;
-  auto master = std::make_shared<dist::TCPStore>("127.0.0.1", 0, std::nullopt, true);
-  const uint16_t port = master->port();
-  std::fflush(stdout);
-  for (int r = 0; r < world; ++r)
-    if (fork() == 0) {
-      run_rank(r, world, port);
-      std::fflush(stdout);
-      _exit(0);
-    }
-  int failed = 0, status = 0;
-  while (wait(&status) > 0) failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  return failed == 0 ? 0 : 1;
+  return bench::run_forked_ranks(world, [&](int r, uint16_t port) { run_rank(r, world, port); });
 }

@@ -3,15 +3,13 @@
 // bench/distributed.py; bench/RESULTS-distributed.md has both. Each rank is a forked process
 // with one thread, as torch's ranks are.
 //   build/bench/distributed_bench [world=4]
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "bench/forked_ranks.h"
 #include "kiln/kiln.h"
 
 namespace {
@@ -24,12 +22,7 @@ constexpr int64_t kSizes[] = {int64_t{1} << 10, int64_t{1} << 16, int64_t{1} << 
 
 void run_rank(int rank, int world, uint16_t port) {
   kiln::set_num_threads(1);
-  setenv("GLOO_SOCKET_IFNAME", "lo", 1);
-  dist::InitOptions o;
-  o.rank = rank;
-  o.world_size = world;
-  o.store = std::make_shared<dist::TCPStore>("127.0.0.1", port, std::nullopt, false);
-  dist::init_process_group(o);
+  bench::join_default_group(rank, world, port);
   for (int64_t bytes : kSizes) {
     kiln::Tensor t = kiln::ones({bytes / 4});
     for (int i = 0; i < 3; ++i) dist::all_reduce(t);
@@ -63,17 +56,6 @@ void run_rank(int rank, int world, uint16_t port) {
 
 int main(int argc, char** argv) {
   const int world = argc > 1 ? std::stoi(argv[1]) : 4;
-  auto master = std::make_shared<dist::TCPStore>("127.0.0.1", 0, std::nullopt, true);
-  const uint16_t port = master->port();
   std::printf("Kiln all_reduce (Gloo), %d ranks on loopback\n", world);
-  std::fflush(stdout);
-  for (int r = 0; r < world; ++r)
-    if (fork() == 0) {
-      run_rank(r, world, port);
-      std::fflush(stdout);
-      _exit(0);
-    }
-  int failed = 0, status = 0;
-  while (wait(&status) > 0) failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  return failed == 0 ? 0 : 1;
+  return bench::run_forked_ranks(world, [&](int r, uint16_t port) { run_rank(r, world, port); });
 }
