@@ -32,6 +32,15 @@ void all_reduce_dense(const ProcessGroup::Impl& g, const Tensor& dense, ReduceOp
   if (op == ReduceOp::AVG) dense.div_(g.size, std::nullopt);
 }
 
+// dense <- every rank's copy of it (rank r's at values + r * agreement_stride()) reduced; AVG
+// divides the sum.
+void fold_ranks(const ProcessGroup::Impl& g, char* values, const Tensor& dense, ReduceOp op,
+                const ElementReduction& reduction) {
+  g.fold_in_rank_order(static_cast<char*>(dense.data_ptr()), values, g.agreement_stride(),
+                       static_cast<size_t>(dense.numel()), reduction);
+  if (op == ReduceOp::AVG) dense.div_(g.size, std::nullopt);
+}
+
 // Every rank's input (any strides), in rank order, into `out` (size() x input's bytes).
 void all_gather_bytes(const ProcessGroup::Impl& g, const Tensor& input, char* out, uint32_t tag) {
   const DenseBuffer in(input);
@@ -98,9 +107,17 @@ std::shared_ptr<Work> ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op
   g.check_tensor("all_reduce", tensor);
   ElementReduction reduction = element_reduction(tensor.dtype(), op, "all_reduce");
   return g.enqueue("all_reduce", {tensor}, {tensor}, [&g, tensor, op, reduction](uint32_t tag) {
-    g.agree(CollectiveCall::of(CollectiveKind::AllReduce, tensor, op), tag);
+    const CollectiveCall call = CollectiveCall::of(CollectiveKind::AllReduce, tensor, op);
     const DenseBuffer buf(tensor);
-    if (tensor.numel() > 0) all_reduce_dense(g, buf.dense, op, reduction, tag + 2);
+    if (tensor.nbytes() <= g.carry_limit()) {
+      fold_ranks(g, g.agree(call, tag, &buf.dense), buf.dense, op, reduction);
+    } else if (g.uses_two_shot(tensor.dtype(), tensor.numel())) {
+      g.all_reduce_two_shot(call, buf.dense, reduction, tag);
+      if (op == ReduceOp::AVG) buf.dense.div_(g.size, std::nullopt);
+    } else {
+      g.agree(call, tag);
+      all_reduce_dense(g, buf.dense, op, reduction, tag + 2);
+    }
     buf.write_back();
   });
 }

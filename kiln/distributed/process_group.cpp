@@ -1,6 +1,5 @@
 #include "kiln/distributed/process_group.h"
 
-#include <gloo/allgather.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
@@ -55,45 +54,6 @@ std::shared_ptr<gloo::transport::Device> make_device(const ProcessGroup::Options
     attr.hostname = name.data();
   }
   return gloo::transport::tcp::CreateDevice(attr);
-}
-
-const char* kind_name(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::AllReduce:
-      return "all_reduce";
-    case CollectiveKind::Broadcast:
-      return "broadcast";
-    case CollectiveKind::Reduce:
-      return "reduce";
-    case CollectiveKind::AllGather:
-      return "all_gather";
-    case CollectiveKind::Gather:
-      return "gather";
-    case CollectiveKind::Scatter:
-      return "scatter";
-    case CollectiveKind::ReduceScatter:
-      return "reduce_scatter";
-    case CollectiveKind::AllToAll:
-      return "all_to_all";
-    case CollectiveKind::Barrier:
-      return "barrier";
-  }
-  return "?";
-}
-
-constexpr size_t kCallFields = 5;
-
-std::array<int64_t, kCallFields> encode(const CollectiveCall& c) {
-  return {static_cast<int64_t>(c.kind), c.reduce_op, c.dtype, c.numel, c.root};
-}
-
-std::string describe(const int64_t* e) {
-  std::ostringstream os;
-  os << kind_name(static_cast<CollectiveKind>(e[0]));
-  if (e[1] >= 0) os << " (" << reduce_op_name(static_cast<ReduceOp>(e[1])) << ")";
-  if (e[2] >= 0) os << " of " << e[3] << " " << static_cast<ScalarType>(e[2]) << " elements";
-  if (e[4] >= 0) os << " with root " << e[4];
-  return os.str();
 }
 
 }  // namespace
@@ -217,33 +177,6 @@ void ProcessGroup::Impl::run_recorded(uint64_t id, const char* what,
   if (!path.empty())
     message += " (flight recorder written to " + path + "; run `kiln fr` on its directory)";
   throw Error(message);
-}
-
-std::vector<int64_t> ProcessGroup::Impl::gather_rows(const std::vector<int64_t>& mine,
-                                                     uint32_t tag) const {
-  std::vector<int64_t> all(mine.size() * size);
-  gloo::AllgatherOptions o(context);
-  o.setInput(const_cast<int64_t*>(mine.data()), mine.size());
-  o.setOutput(all.data(), all.size());
-  o.setTag(tag);
-  gloo::allgather(o);
-  return all;
-}
-
-void ProcessGroup::Impl::agree(const CollectiveCall& mine, uint32_t tag) const {
-  const std::array<int64_t, kCallFields> row = encode(mine);
-  const std::vector<int64_t> all = gather_rows({row.begin(), row.end()}, tag);
-  bool same = true;
-  for (int r = 1; r < size; ++r)
-    same =
-        same && std::equal(all.begin(), all.begin() + kCallFields, all.begin() + kCallFields * r);
-  if (same) return;
-  std::ostringstream os;
-  os << kind_name(mine.kind) << ": the ranks of " << where()
-     << " called different collectives or passed different tensors:";
-  for (int r = 0; r < size; ++r)
-    os << (r ? ";" : "") << " rank " << r << " " << describe(&all[kCallFields * r]);
-  KILN_FAIL(os.str());
 }
 
 void ProcessGroup::Impl::check_tensor(const char* what, const Tensor& t) const {

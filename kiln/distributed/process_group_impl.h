@@ -16,6 +16,7 @@
 
 #include "kiln/distributed/flight_recorder.h"
 #include "kiln/distributed/process_group.h"
+#include "kiln/distributed/reduce_op.h"
 #include "kiln/distributed/task_queue.h"
 
 namespace kiln::distributed {
@@ -40,6 +41,7 @@ struct CollectiveCall {
   static CollectiveCall of(CollectiveKind kind, const Tensor& t, int root = -1);
   static CollectiveCall of(CollectiveKind kind, const Tensor& t, ReduceOp op, int root = -1);
 };
+using CallRow = std::array<int64_t, 5>;  // a CollectiveCall as sent
 
 // Calls f(U{}) with an unsigned integer type of `size` bytes: Gloo splits a reduction's buffer
 // into segments of whole elements of the type it is given, so it must be given the element's
@@ -122,11 +124,43 @@ struct ProcessGroup::Impl {
   // and is rethrown as a kiln::Error naming `what` and the dump.
   void run_recorded(uint64_t id, const char* what, const std::function<void()>& fn) const;
 
-  // Every rank's CollectiveCall compared (one small exchange under `tag`): a kiln::Error on every
-  // rank, listing what each passed, when they differ.
-  void agree(const CollectiveCall& mine, uint32_t tag) const;
+  // Every rank sends `bytes` from `mine` straight to every peer under `slot`; rank r's message
+  // lands at all + r * stride (bytes <= stride on every rank). One round, where Gloo's ring
+  // takes size - 1. post() starts it, wait() waits for every message both ways.
+  struct DirectExchange {
+    const Impl* group = nullptr;
+    std::shared_ptr<gloo::transport::UnboundBuffer> send, recv;
+    void post(const Impl& g, const void* mine, size_t bytes, char* all, size_t stride,
+              uint64_t slot);
+    void wait();
+  };
+
+  // The agreement check (agreement.cpp): every rank's CollectiveCall, compared after one direct
+  // exchange under `tag`; a kiln::Error on every rank, listing what each passed, when they
+  // differ. A dense tensor of at most carry_limit() bytes can travel with the check: agree()
+  // then returns where every rank's copy of its bytes landed, rank r's at r * agreement_stride().
+  char* agree(const CollectiveCall& mine, uint32_t tag, const Tensor* carried = nullptr) const;
+  // out <- the reduction of every rank's values in rank order, so that every rank's result is
+  // the same, bit for bit: rank r's at values + r * stride, this rank's in out. Rank 0's copy in
+  // values is overwritten.
+  void fold_in_rank_order(char* out, char* values, size_t stride, size_t numel,
+                          const ElementReduction& reduction) const;
+  size_t carry_limit() const;
+  size_t agreement_stride() const;
+  // agree() in its steps, for a collective that sends data while the check is under way.
+  DirectExchange post_agreement(const CollectiveCall& mine, uint32_t tag,
+                                const Tensor* carried) const;
+  std::vector<CallRow> agreed_rows() const;
+  void check_rows(const CollectiveCall& mine, const std::vector<CallRow>& rows) const;
+  mutable std::unique_ptr<char[]> agreement_blocks;  // used by one collective at a time
   // Every rank's row of `n` integers, gathered under `tag` (rank r's at [r * n, (r + 1) * n)).
   std::vector<int64_t> gather_rows(const std::vector<int64_t>& mine, uint32_t tag) const;
+
+  // Whether all_reduce of `call` takes two direct rounds (reduce-scatter, all-gather) per piece,
+  // its first round carrying the agreement check (two_shot_all_reduce.cpp).
+  bool uses_two_shot(ScalarType dtype, int64_t numel) const;
+  void all_reduce_two_shot(const CollectiveCall& call, const Tensor& dense,
+                           const ElementReduction& reduction, uint32_t tag) const;
 
   void check_tensor(const char* what, const Tensor& t) const;
   void check_rank(const char* what, const char* role, int r) const;

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "kiln/distributed/distributed.h"
 #include "kiln/distributed/tcp_store.h"
@@ -43,9 +45,9 @@ Tensor combine(const Tensor& a, const Tensor& b, ReduceOp op) {
   return a;
 }
 
-Tensor reference(int world, ScalarType dtype, ReduceOp op) {
-  Tensor acc = input_of(0, dtype);
-  for (int r = 1; r < world; ++r) acc = combine(acc, input_of(r, dtype), op);
+Tensor reference(int world, ScalarType dtype, ReduceOp op, int64_t n = 13) {
+  Tensor acc = input_of(0, dtype, n);
+  for (int r = 1; r < world; ++r) acc = combine(acc, input_of(r, dtype, n), op);
   return op == ReduceOp::AVG ? acc / world : acc;
 }
 
@@ -95,10 +97,38 @@ TEST(ProcessGroup, LargeTensorsSpanManySegments) {
         const int64_t n = 700001;
         Tensor t = input_of(rank, dtype, n);
         all_reduce(t, op);
-        Tensor want = input_of(0, dtype, n);
-        for (int r = 1; r < 3; ++r) want = combine(want, input_of(r, dtype, n), op);
-        require(t.equal(want), "all_reduce of ", n, " ", dtype, " ", reduce_op_name(op));
+        require(t.equal(reference(3, dtype, op, n)), "all_reduce of ", n, " ", dtype, " ",
+                reduce_op_name(op));
       }
+  }));
+}
+
+// Above 1 MB at 4 ranks, all_reduce reduce-scatters and all-gathers pieces of at most 4 MB of
+// each rank's chunk: 4.5 M + 3 elements make two pieces a chunk, the last chunk shorter.
+TEST(ProcessGroup, LargeAllReducesGoInPiecesAtFourRanks) {
+  const Rendezvous rv;
+  expect_all_passed(run_ranks(4, [&](int rank) {
+    rv.init(rank, 4);
+    const int64_t n = 4'500'003;
+    for (auto [dtype, op] : {std::pair{kFloat32, ReduceOp::AVG}, std::pair{kInt32, ReduceOp::MAX},
+                             std::pair{kFloat64, ReduceOp::SUM}}) {
+      Tensor t = input_of(rank, dtype, n);
+      all_reduce(t, op);
+      require(t.equal(reference(4, dtype, op, n)), "all_reduce of ", n, " ", dtype, " ",
+              reduce_op_name(op));
+    }
+  }));
+}
+
+// Groups of more than 16 ranks take Gloo's ring above the size that travels with the check.
+TEST(ProcessGroup, SeventeenRanksReduceThroughTheRing) {
+  const Rendezvous rv;
+  expect_all_passed(run_ranks(17, [&](int rank) {
+    rv.init(rank, 17);
+    const int64_t n = 100'001;
+    Tensor t = input_of(rank, kFloat32, n);
+    all_reduce(t);
+    require(t.equal(reference(17, kFloat32, ReduceOp::SUM, n)), "all_reduce at 17 ranks");
   }));
 }
 
@@ -197,6 +227,46 @@ TEST(ProcessGroup, MismatchedTensorsAreAnErrorOnEveryRankNamingThem) {
     Tensor ok = ones({3});
     all_reduce(ok);  // the group is still in step
     require(ok.equal(full({3}, 2.0)), "after the mismatch: ", ok);
+  }));
+}
+
+// A large all_reduce sends its first pieces beside the agreement check: when the ranks passed
+// different things (another size, a small tensor, another collective), each still fails
+// clearly, and no piece is left in flight to confuse the calls that follow.
+TEST(ProcessGroup, MismatchesOfLargeAllReducesLeaveTheGroupInStep) {
+  const Rendezvous rv;
+  expect_all_passed(run_ranks(2, [&](int rank) {
+    rv.init(rank, 2);
+    const std::vector<std::function<void()>> mismatches = {
+        [&] { all_reduce(zeros({rank == 0 ? 600'000 : 700'001})); },
+        [&] { all_reduce(zeros({rank == 0 ? 10 : 600'000})); },
+        [&] {
+          all_reduce(zeros({rank == 0 ? 600'000 : 600'000},
+                           TensorOptions(rank == 0 ? kFloat32 : kFloat64)));
+        },
+        [&] {
+          Tensor t = zeros({600'000});
+          if (rank == 0)
+            all_reduce(t);
+          else
+            broadcast(t, 0);
+        }};
+    for (size_t i = 0; i < mismatches.size(); ++i) {
+      try {
+        mismatches[i]();
+        require(false, "mismatch ", i, " did not throw");
+      } catch (const Error& e) {
+        require(std::string(e.what()).find("called different collectives or passed different "
+                                           "tensors") != std::string::npos,
+                "mismatch ", i, ": unexpected message: ", e.what());
+      }
+      Tensor small = ones({3}), large = input_of(rank, kFloat32, 700'001);
+      all_reduce(small);
+      all_reduce(large);
+      require(small.equal(full({3}, 2.0)) &&
+                  large.equal(reference(2, kFloat32, ReduceOp::SUM, 700'001)),
+              "after mismatch ", i);
+    }
   }));
 }
 
