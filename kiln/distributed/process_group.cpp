@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
-#include <sstream>
 
 #include "kiln/core/error.h"
 #include "kiln/distributed/process_group_impl.h"

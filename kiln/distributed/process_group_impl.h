@@ -1,6 +1,7 @@
 #pragma once
-// The inside of ProcessGroup, shared by its files (process_group.cpp: set-up and the agreement
-// check; collectives.cpp; point_to_point.cpp). Not installed for users: it includes Gloo.
+// The inside of ProcessGroup, shared by its files (process_group.cpp: set-up; agreement.cpp: the
+// agreement check and direct exchanges; collectives.cpp; two_shot_all_reduce.cpp;
+// point_to_point.cpp). Not installed for users: it includes Gloo.
 #include <gloo/rendezvous/context.h>
 #include <signal.h>
 
