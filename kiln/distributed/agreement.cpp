@@ -62,7 +62,8 @@ std::string describe(const CallRow& e) {
 void ProcessGroup::Impl::DirectExchange::post(const Impl& g, const void* mine, size_t bytes,
                                               char* all, size_t stride, uint64_t slot) {
   group = &g;
-  if (bytes > 0) std::memcpy(all + g.rank * stride, mine, bytes);
+  char* const own = all + g.rank * stride;
+  if (bytes > 0 && own != mine) std::memcpy(own, mine, bytes);
   if (g.size == 1) return;
   send = g.context->createUnboundBuffer(const_cast<void*>(mine), bytes);
   recv = g.context->createUnboundBuffer(all, stride * g.size);
