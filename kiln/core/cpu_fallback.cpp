@@ -47,6 +47,7 @@ class HostMirror {
     if (it == storages_.end()) {
       Entry e{t.impl()->storage(), std::make_shared<StorageImpl>(s->nbytes(), Device(kCPU)), {}};
       if (copy_in && s->nbytes() > 0) {
+        s->wait_for_pending_write();  // raw storage access: the one wait TensorImpl::data() does
         backend_.copy_bytes(e.host->data(), Device(kCPU), s->data(), s->device(), s->nbytes());
         const auto* bytes = static_cast<const char*>(e.host->data());
         e.before.assign(bytes, bytes + s->nbytes());
@@ -62,6 +63,7 @@ class HostMirror {
     for (const auto& t : outs)
       if (t.defined() && !t.is_cpu()) written.insert(t.impl()->storage().get());
     for (auto& [device_storage, e] : storages_) {
+      e.host->wait_for_pending_write();  // an asynchronous kernel's result
       const size_t n = device_storage->nbytes();
       const bool changed = written.count(device_storage) > 0 ||
                            (!e.before.empty() && std::memcmp(e.before.data(), e.host->data(), n));
@@ -84,6 +86,7 @@ class HostMirror {
 Tensor to_device(const Tensor& host, Device device, DeviceBackend& backend) {
   const size_t n = host.impl()->storage()->nbytes();
   auto storage = std::make_shared<StorageImpl>(n, device);
+  host.impl()->storage()->wait_for_pending_write();
   if (n > 0)
     backend.copy_bytes(storage->data(), storage->device(), host.impl()->storage()->data(),
                        Device(kCPU), n);

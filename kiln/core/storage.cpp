@@ -4,6 +4,7 @@
 
 #include "kiln/core/device_backend.h"
 #include "kiln/core/error.h"
+#include "kiln/core/pending_write.h"
 
 namespace kiln {
 namespace {

@@ -1,6 +1,7 @@
 #pragma once
 // Storage: a reference-counted buffer from a device Allocator. Views share one Storage; its
-// version counter lets autograd detect in-place changes to tensors it saved.
+// version counter lets autograd detect in-place changes to tensors it saved; a pending write
+// (kiln/core/pending_write.h) makes access to its data wait for an asynchronous writer.
 #include <atomic>
 #include <cstddef>
 #include <functional>
@@ -9,6 +10,8 @@
 #include "kiln/core/device.h"
 
 namespace kiln {
+
+class PendingWrite;
 
 class Allocator {
  public:
@@ -45,8 +48,16 @@ class StorageImpl {
   // Grows the buffer to nbytes, keeping its contents (Tensor::resize_). Only storage Kiln
   // allocated can grow; every tensor on this storage sees the new buffer.
   void grow(size_t nbytes);
+  // Marks the data as still being written by `write` (pending_write.cpp): until it is done,
+  // wait_for_pending_write() waits for it. A second pending write adds to the first.
+  void set_pending_write(std::shared_ptr<PendingWrite> write);
+  // What TensorImpl::data() does before every access to the data; throws the write's error.
+  void wait_for_pending_write() const {
+    if (has_pending_write_.load(std::memory_order_acquire)) finish_pending_write();
+  }
 
  private:
+  void finish_pending_write() const;
   StorageImpl() = default;
   void* data_ = nullptr;
   size_t nbytes_ = 0;
@@ -55,6 +66,8 @@ class StorageImpl {
   Allocator* allocator_ = nullptr;
   std::function<void(void*)> deleter_;
   std::atomic<uint32_t> version_{0};
+  std::shared_ptr<PendingWrite> pending_write_;  // set by the thread queuing the write
+  mutable std::atomic<bool> has_pending_write_{false};
 };
 using Storage = std::shared_ptr<StorageImpl>;
 

@@ -74,6 +74,7 @@ bool TensorImpl::is_contiguous() const {
 
 void* TensorImpl::data() const {
   if (storage_->is_meta()) return nullptr;
+  storage_->wait_for_pending_write();
   return static_cast<char*>(storage_->data()) +
          storage_offset_.guard_int() * static_cast<int64_t>(element_size(dtype_));
 }

@@ -9,6 +9,8 @@
 
 #include "kiln/core/dispatch.h"
 #include "kiln/core/error.h"
+#include "kiln/core/pending_write.h"
+#include "kiln/core/tensor_impl.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/registry.h"
@@ -102,6 +104,28 @@ std::vector<std::string> sample_reductions(ScalarType dt) {
   return {"sum"};
 }
 
+// A tensor over out's memory through a storage of its own, for the collective to write: its
+// writes on the worker, which may start before the call returns, then do not bump out's version
+// counter (autograd may already have saved out), and do not wait for out's pending write.
+Tensor written_by_collective(const Tensor& out) {
+  const Storage& s = out.impl()->storage();
+  auto alias = std::make_shared<StorageImpl>(s->data(), s->nbytes(), s->device(),
+                                             [keep_alive = s](void*) {});
+  const TensorImpl& i = *out.impl();
+  return Tensor(std::make_shared<TensorImpl>(std::move(alias), i.dtype(), i.sym_sizes(),
+                                             i.sym_strides(), i.sym_storage_offset()));
+}
+
+// Queues start(the output to write) on the group's worker, which reads `in`, and returns at
+// once: out, and in (so that a write to it waits until the collective has read it), wait for
+// the collective at their first use.
+template <class Start>
+void start_async(const Tensor& in, const Tensor& out, Start start) {
+  const std::shared_ptr<Work> work = start(written_by_collective(out));
+  out.impl()->storage()->set_pending_write(work);
+  if (in.defined()) in.impl()->storage()->set_pending_write(work);
+}
+
 std::vector<Tensor> identity_reference(const std::vector<Tensor>& in, const Attrs&) {
   return {in[0]};
 }
@@ -118,10 +142,11 @@ KILN_REGISTER_OP(_c10d_all_reduce)
       return meta::unary(in, a);
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-      out[0].copy_(in[0]);
-      group_named(kAllReduce, a.str(1))
-          ->all_reduce(out[0], reduce_op_of(kAllReduce, a.str(0)))
-          ->wait();
+      out[0].copy_(in[0]);  // the input is free as soon as the call returns
+      start_async(Tensor(), out[0], [&](const Tensor& result) {
+        return group_named(kAllReduce, a.str(1))
+            ->all_reduce(result, reduce_op_of(kAllReduce, a.str(0)));
+      });
     })
     .save_inputs({})
     .backward([](const BackwardContext& c) {
@@ -161,7 +186,9 @@ KILN_REGISTER_OP(_c10d_all_gather_into_tensor)
       return meta::one_spec(sizes, in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-      group_named(kAllGather, a.str(1))->all_gather_into_tensor(out[0], in[0])->wait();
+      start_async(in[0], out[0], [&](const Tensor& result) {
+        return group_named(kAllGather, a.str(1))->all_gather_into_tensor(result, in[0]);
+      });
     })
     .save_inputs({})
     .backward([](const BackwardContext& c) {
@@ -195,9 +222,10 @@ KILN_REGISTER_OP(_c10d_reduce_scatter_tensor)
       return meta::one_spec(sizes, in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-      group_named(kReduceScatter, a.str(2))
-          ->reduce_scatter_tensor(out[0], in[0], reduce_op_of(kReduceScatter, a.str(0)))
-          ->wait();
+      start_async(in[0], out[0], [&](const Tensor& result) {
+        return group_named(kReduceScatter, a.str(2))
+            ->reduce_scatter_tensor(result, in[0], reduce_op_of(kReduceScatter, a.str(0)));
+      });
     })
     .save_inputs({})
     .backward([](const BackwardContext& c) {
@@ -244,9 +272,10 @@ KILN_REGISTER_OP(_c10d_all_to_all_single)
       return meta::one_spec(sizes, in[0].dtype(), in[0].device());
     })
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-      group_named(kAllToAll, a.str(2))
-          ->all_to_all_single(out[0], in[0], a.ints(0), a.ints(1))
-          ->wait();
+      start_async(in[0], out[0], [&](const Tensor& result) {
+        return group_named(kAllToAll, a.str(2))
+            ->all_to_all_single(result, in[0], a.ints(0), a.ints(1));
+      });
     })
     .save_inputs({})
     .backward([](const BackwardContext& c) {

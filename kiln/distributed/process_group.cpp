@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "kiln/core/error.h"
+#include "kiln/core/tensor_impl.h"
 #include "kiln/distributed/process_group_impl.h"
 
 namespace kiln::distributed {
@@ -138,6 +139,11 @@ std::shared_ptr<Work> ProcessGroup::Impl::enqueue(const char* what,
                                                   const std::vector<Tensor>& inputs,
                                                   const std::vector<Tensor>& outputs,
                                                   std::function<void(uint32_t)> fn) {
+  // The worker reads and writes these without waiting for pending writes (a functional
+  // collective's result, perhaps of another group): settle them first.
+  for (const auto* tensors : {&inputs, &outputs})
+    for (const Tensor& t : *tensors)
+      if (t.defined()) t.impl()->storage()->wait_for_pending_write();
   std::lock_guard lock(tag_mutex);
   const uint32_t tag = next_tag;
   next_tag += 4;  // the agreement check, one more exchange of sizes, and two of data

@@ -2,6 +2,7 @@
 
 #include "kiln/core/error.h"
 #include "kiln/core/grad_mode.h"
+#include "kiln/core/pending_write.h"
 
 namespace kiln::distributed {
 
@@ -28,6 +29,7 @@ std::shared_ptr<Work> TaskQueue::push(std::string what, std::function<void()> ta
 
 void TaskQueue::run() {
   NoGradGuard no_grad;  // collectives write into tensors as data, never as graph ops
+  const PendingWriteWorkerGuard writer;  // the tensors it writes wait for it, not it for them
   for (;;) {
     std::pair<std::shared_ptr<Work>, std::function<void()>> task;
     {

@@ -1,6 +1,7 @@
 #pragma once
 // The handle of a collective that runs on its group's worker thread (c10d's Work): wait() blocks
-// until it is done and rethrows its error; wait(timeout) gives up with a kiln::Error instead.
+// until it is done and rethrows its error; wait(timeout) gives up with a kiln::Error instead. A
+// functional collective's result waits for its Work at first use (kiln/core/pending_write.h).
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -8,9 +9,11 @@
 #include <mutex>
 #include <string>
 
+#include "kiln/core/pending_write.h"
+
 namespace kiln::distributed {
 
-class Work {
+class Work : public PendingWrite {
  public:
   explicit Work(std::string description) : description_(std::move(description)) {}
 
@@ -18,6 +21,7 @@ class Work {
   void wait();
   // As wait(), or a kiln::Error naming the collective when it has not finished within timeout.
   void wait(std::chrono::milliseconds timeout);
+  void wait_for_write() override { wait(); }
   bool is_completed() const;
   bool is_success() const;
   const std::string& description() const { return description_; }

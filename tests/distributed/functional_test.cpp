@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
 
 #include "tests/distributed/ranks.h"
 
@@ -19,6 +20,45 @@ constexpr int kWorld = 4;
 Tensor leaf(int rank, std::vector<int64_t> shape) {
   Tensor t = (arange(shape[0] * shape[1], TensorOptions(kFloat64)).view(shape) + 10 * rank);
   return t.requires_grad_();
+}
+
+// A functional collective returns before its peers have joined it: rank 1 calls only after
+// rank 0's calls have returned (were they synchronous, rank 0 would wait for ever), and rank 0's
+// first use of each result waits for it. A write to an input waits until the collective has
+// read it.
+TEST(FunctionalCollectives, ResultsAreWaitedForAtFirstUse) {
+  const Rendezvous rv;
+  expect_all_passed(run_ranks(2, [&](int rank) {
+    rv.init(rank, 2);
+    TCPStore store("127.0.0.1", rv.port, std::nullopt, false, std::chrono::seconds(20));
+    if (rank == 1) store.wait({"returned"});
+    const Tensor x = full({3}, rank + 1.0);
+    const Tensor summed = functional::all_reduce(x);
+    const Tensor gathered = functional::all_gather_tensor(x);
+    if (rank == 0) store.set("returned", std::string("1"));
+    x.add_(100.0);  // after the all_gather has read x, whenever that is
+    require((summed + 1).equal(full({3}, 4.0)), "all_reduce at first use: ", summed);
+    require(gathered.equal(cat({ones({3}), full({3}, 2.0)})), "all_gather: ", gathered);
+  }));
+}
+
+// A collective that fails fails every use of its result, and the group goes on.
+TEST(FunctionalCollectives, AFailedCollectiveFailsEveryUseOfItsResult) {
+  const Rendezvous rv;
+  expect_all_passed(run_ranks(2, [&](int rank) {
+    rv.init(rank, 2);
+    const Tensor mismatched = functional::all_reduce(zeros({rank == 0 ? 4 : 6}));
+    for (int use = 0; use < 2; ++use) {
+      try {
+        (void)mismatched.sum();
+        require(false, "use ", use, " of a failed all_reduce did not throw");
+      } catch (const Error& e) {
+        require(std::string(e.what()).find("passed different tensors") != std::string::npos,
+                "unexpected message: ", e.what());
+      }
+    }
+    require(functional::all_reduce(ones({3})).equal(full({3}, 2.0)), "the next all_reduce");
+  }));
 }
 
 TEST(FunctionalCollectives, GradientsFollowTheInvariants) {
