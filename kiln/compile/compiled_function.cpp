@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "kiln/compile/codegen/program.h"
+#include "kiln/compile/compiled_backward.h"
+#include "kiln/compile/joint.h"
 #include "kiln/compile/logs.h"
 #include "kiln/compile/passes.h"
 #include "kiln/compile/replay.h"
@@ -27,14 +29,25 @@ bool has_traced_tensor(const std::vector<Arg>& args) {
   return false;
 }
 
-// Whether the graph's results need autograd: generated kernels record no backward (compiled
-// training is the training issue's), so such graphs run on the eager kernels.
+// Whether the graph's results need autograd (then, without a training graph, it runs on the eager
+// kernels, which record the backward).
 bool needs_autograd(const Guards& g) {
   if (!g.grad_mode) return false;
   auto any = [](const std::vector<TensorGuard>& ts) {
     return std::any_of(ts.begin(), ts.end(), [](const TensorGuard& t) { return t.requires_grad; });
   };
   return any(g.tensors) || any(g.captured);
+}
+
+// Whether the traced function's results may need gradients: grad mode is on and an argument or a
+// captured tensor requires grad.
+bool wants_gradients(const Tracer& tracer) {
+  if (!GradMode::is_enabled()) return false;
+  const Graph& g = tracer.graph();
+  return std::any_of(g.inputs.begin(), g.inputs.end(),
+                     [&](int id) { return tracer.tensor(id).requires_grad(); }) ||
+         std::any_of(g.captured_tensors.begin(), g.captured_tensors.end(),
+                     [](const Tensor& t) { return t.requires_grad(); });
 }
 
 std::vector<std::vector<int64_t>> sizes_of(const std::vector<Arg>& args) {
@@ -73,7 +86,9 @@ void CompiledFunction::reset() {
   first_sizes_.clear();
 }
 
-CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args) {
+CompiledFunction::Entry::~Entry() = default;
+
+CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args, bool training) {
   auto entry = std::make_shared<Entry>();
   entry->env = std::make_unique<ShapeEnv>();
   Tracer tracer(*entry->env);
@@ -86,6 +101,22 @@ CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args
   } catch (const DataDependentError& e) {
     return {nullptr, e.what()};
   }
+  if (training && options_.backend() == "codegen" && wants_gradients(tracer)) {
+    std::string why;
+    try {
+      compile_training(*entry, tracer, outs);
+    } catch (const GraphBreak& e) {
+      why = e.what();
+    } catch (const DataDependentError& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      log(LogKind::Perf, name_ + " runs on the eager kernels, which record the backward: " + why);
+      return capture(args, false);
+    }
+    finish_guards(entry->guards, entry->graph, *entry->env);
+    return {entry, ""};
+  }
   entry->graph = tracer.finish(outs);
   finish_guards(entry->guards, entry->graph, *entry->env);
   const int traced_ops = static_cast<int>(entry->graph.nodes.size());
@@ -94,23 +125,63 @@ CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args
     log(LogKind::Graph, name_ + ": " + std::to_string(traced_ops) + " ops traced, " +
                             std::to_string(stats.merged) + " merged as common subexpressions, " +
                             std::to_string(stats.removed) + " unused ones removed");
-  if (options_.backend() == "codegen") {
-    if (needs_autograd(entry->guards))
-      log(LogKind::Perf, name_ +
-                             " runs on the eager kernels: an input requires grad, and "
-                             "generated kernels record no backward yet");
-    else
-      entry->program = std::make_unique<CodegenProgram>(entry->graph);
-  }
+  if (options_.backend() == "codegen" && !needs_autograd(entry->guards))
+    entry->program = std::make_unique<CodegenProgram>(entry->graph);
   return {entry, ""};
 }
 
-std::vector<Tensor> CompiledFunction::run(const Entry& e, const std::vector<Arg>& args,
+void CompiledFunction::compile_training(Entry& entry, Tracer& tracer,
+                                        const std::vector<Tensor>& results) {
+  entry.training = std::make_unique<TrainingGraphs>(trace_training(tracer, results));
+  TrainingGraphs& t = *entry.training;
+  simplify(t.forward);
+  simplify(t.backward);
+  log(LogKind::Graph, name_ + ": training graph; the forward saves " +
+                          std::to_string(t.forward.outputs.size() - t.results) +
+                          " values for the backward:\n" + t.backward.str());
+  entry.graph = t.forward;  // for the guards, explain() and the logs
+  entry.program = std::make_unique<CodegenProgram>(t.forward);
+  entry.backward_program = std::make_unique<CodegenProgram>(t.backward);
+}
+
+std::vector<Tensor> CompiledFunction::run(const std::shared_ptr<const Entry>& e,
+                                          const std::vector<Arg>& args,
                                           const std::vector<int64_t>& symbols) const {
   std::vector<Tensor> inputs = flat_tensors(args);
   std::erase_if(inputs, [](const Tensor& t) { return !t.defined(); });
-  if (e.program) return e.program->run(inputs, symbols);
-  return replay(e.graph, inputs, symbols);
+  if (e->training) return run_training(e, std::move(inputs), symbols);
+  if (e->program) return e->program->run(inputs, symbols);
+  return replay(e->graph, inputs, symbols);
+}
+
+std::vector<Tensor> CompiledFunction::run_training(const std::shared_ptr<const Entry>& e,
+                                                   std::vector<Tensor> inputs,
+                                                   const std::vector<int64_t>& symbols) const {
+  const TrainingGraphs& t = *e->training;
+  std::vector<Tensor> outs;
+  {
+    NoGradGuard no_grad;
+    outs = e->program->run(inputs, symbols);
+  }
+  const std::vector<Tensor> saved(outs.begin() + static_cast<std::ptrdiff_t>(t.results),
+                                  outs.end());
+  outs.resize(t.results);
+  auto node = std::make_shared<CompiledBackward>(
+      name_,
+      [e, symbols](const std::vector<Tensor>& in) { return e->backward_program->run(in, symbols); },
+      t.differentiable_results, t.grad_targets);
+  node->ctx.save_for_backward(saved);
+  std::vector<Tensor> no_gradient;
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (outs[k].defined() &&
+        std::find(t.differentiable_results.begin(), t.differentiable_results.end(),
+                  static_cast<int>(k)) == t.differentiable_results.end())
+      no_gradient.push_back(outs[k]);
+  node->ctx.mark_non_differentiable(no_gradient);
+  // The node's inputs: the arguments, then the captured tensors (grad_targets index them).
+  inputs.insert(inputs.end(), e->graph.captured_tensors.begin(), e->graph.captured_tensors.end());
+  node->finish(inputs, outs, std::vector<bool>(inputs.size(), true));
+  return outs;
 }
 
 std::vector<Tensor> CompiledFunction::fall_back(const std::string& reason,
@@ -135,7 +206,7 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
     if (e->guards.check(args, e->graph.captured_tensors, symbols, &why)) {
       std::shared_ptr<Entry> hit = e;
       lock.unlock();
-      return run(*hit, args, symbols);
+      return run(hit, args, symbols);
     }
   }
   if (!entries_.empty()) {
@@ -172,7 +243,7 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
   KILN_CHECK(c.entry->guards.check(args, c.entry->graph.captured_tensors, symbols, &why),
              "compile: internal error: ", name_, " fails its own guard ", why);
   lock.unlock();
-  return run(*c.entry, args, symbols);
+  return run(c.entry, args, symbols);
 }
 
 Explanation CompiledFunction::explain(const std::vector<Arg>& args) {

@@ -15,7 +15,9 @@
 
 namespace kiln::compiler {
 
-class CodegenProgram;  // codegen/program.h, kept out of the public headers
+class Tracer;
+class CodegenProgram;   // codegen/program.h, kept out of the public headers
+struct TrainingGraphs;  // joint.h
 
 // The user's function on flattened arguments and results.
 using FlatFn = std::function<std::vector<Tensor>(const std::vector<Arg>&)>;
@@ -51,14 +53,24 @@ class CompiledFunction {
     Graph graph;
     Guards guards;
     std::unique_ptr<CodegenProgram> program;  // null: replayed on the eager kernels
+    // When a result needs a gradient (codegen backend): graph is the training forward, whose
+    // outputs end with the values the compiled backward reads.
+    std::unique_ptr<TrainingGraphs> training;
+    std::unique_ptr<CodegenProgram> backward_program;
+    ~Entry();
   };
   struct Capture {
     std::shared_ptr<Entry> entry;
     std::string fallback;  // why the function cannot be captured, when it cannot
   };
-  Capture capture(const std::vector<Arg>& args);
-  std::vector<Tensor> run(const Entry& e, const std::vector<Arg>& args,
+  Capture capture(const std::vector<Arg>& args, bool training = true);
+  // The forward and backward of a training graph (joint.h), compiled.
+  void compile_training(Entry& entry, Tracer& tracer, const std::vector<Tensor>& results);
+  std::vector<Tensor> run(const std::shared_ptr<const Entry>& e, const std::vector<Arg>& args,
                           const std::vector<int64_t>& symbols) const;
+  std::vector<Tensor> run_training(const std::shared_ptr<const Entry>& e,
+                                   std::vector<Tensor> inputs,
+                                   const std::vector<int64_t>& symbols) const;
   std::vector<Tensor> fall_back(const std::string& reason, const std::vector<Arg>& args);
 
   FlatFn fn_;

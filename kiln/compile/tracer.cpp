@@ -55,6 +55,7 @@ Tensor Tracer::add_input(SymShape sizes, SymShape strides, ScalarType dtype, Dev
   graph_.inputs.push_back(id);
   ids_[t.impl()] = id;
   seen_.push_back(t);
+  traced_[id] = t;
   follow_argument(t, id);
   return t;
 }
@@ -97,6 +98,7 @@ std::vector<Tensor> Tracer::record(const OpDef& op, const std::vector<Tensor>& i
     }
     ids_[out.impl()] = id;
     seen_.push_back(out);
+    traced_[id] = out;
   }
   graph_.nodes.push_back(std::move(node));
   return outs;
@@ -113,6 +115,12 @@ int Tracer::value_of(const Tensor& t) {
   graph_.captured_tensors.push_back(t);
   ids_[t.impl()] = id;
   return id;
+}
+
+Tensor Tracer::tensor(int id) const {
+  const Value& v = graph_.values.at(id);
+  if (v.kind == Value::Kind::Captured) return graph_.captured_tensors.at(v.producer);
+  return traced_.at(id);
 }
 
 Graph Tracer::finish(const std::vector<Tensor>& outputs) {

@@ -37,6 +37,12 @@ class Tracer {
   // The graph, with these tensors (results of the function) as its outputs.
   Graph finish(const std::vector<Tensor>& outputs);
 
+  // The graph so far, and the traced tensor of each of its values: what the backward trace of a
+  // training graph walks (joint.cpp).
+  const Graph& graph() const { return graph_; }
+  Tensor tensor(int id) const;
+  int id_of(const Tensor& t) { return value_of(t); }
+
  private:
   class Mode;
   int value_of(const Tensor& t);
@@ -58,6 +64,7 @@ class Tracer {
   Graph graph_;
   std::unordered_map<const TensorImpl*, int> ids_;
   std::vector<Tensor> seen_;  // keeps every traced impl alive, so no address in ids_ is reused
+  std::unordered_map<int, Tensor> traced_;  // inputs' and node outputs' traced tensors, by id
   // A storage the function computed or was given: the tensor that made it or the argument
   // (dense from offset 0, its value the storage's current content) and how many in-place
   // changes it has had. A view of it whose version is behind is recomputed from the base before

@@ -484,11 +484,12 @@ TEST(Codegen, MutatedInputsAreMutatedAfterTheCall) {
   expect_close(x1, x2);
 }
 
-TEST(Codegen, InputsThatRequireGradRunOnTheEagerKernels) {
+TEST(Codegen, InputsThatRequireGradGetACompiledBackward) {
   const Tensor x = randn({4, 3}).requires_grad_(), w = randn({3}), b = randn({3});
   auto f = compile(gelu_affine);
   Tensor y = f(x, w, b);
   ASSERT_TRUE(y.requires_grad());
+  EXPECT_EQ(y.grad_fn()->name(), "CompiledFunctionBackward");
   y.sum().backward();
   Tensor x2 = x.detach().requires_grad_();
   gelu_affine(x2, w, b).sum().backward();

@@ -27,7 +27,7 @@ namespace {
 Tensor batched_product(const Tensor& a, const Tensor& b) {
   const int64_t nd = a.dim();
   bool direct = nd >= 3 && b.dim() == nd && !GradMode::is_enabled() && a.is_cpu() && b.is_cpu() &&
-                a.dtype() == b.dtype() && !a.impl()->is_symbolic() && !b.impl()->is_symbolic();
+                a.dtype() == b.dtype() && !a.is_meta() && !b.is_meta();  // not traced
   for (int64_t d = 0; direct && d < nd - 2; ++d) direct = a.sym_size(d) == b.sym_size(d);
   if (!direct) return matmul(a, b);
   std::vector<int64_t> shape = a.sym_sizes().vec();

@@ -290,17 +290,7 @@ KILN_REGISTER_OP(pow)
     .backward([](const BackwardContext& c) {
       const Tensor &x = c.input(0), &e = c.input(1);
       Tensor gx, ge;
-      if (c.needs_grad(0)) {
-        Tensor e_minus_1;
-        if (e.impl()->is_wrapped_number()) {  // keep a Python-number exponent exact
-          Scalar s = e.item();
-          e_minus_1 = wrapped_scalar(s.is_floating_point() ? Scalar(s.to_double() - 1)
-                                                           : Scalar(s.to_long() - 1));
-        } else {
-          e_minus_1 = e - 1;
-        }
-        gx = (c.grad() * e * x.pow(e_minus_1)).masked_fill(e == 0, 0);
-      }
+      if (c.needs_grad(0)) gx = (c.grad() * e * x.pow(e - 1)).masked_fill(e == 0, 0);
       if (c.needs_grad(1)) {
         // d/de x^e = x^e log x, taken as 0 where x == 0 and e >= 0 (the limit).
         ge = where(logical_and(x == 0, e >= 0), zeros_like(c.grad()),

@@ -164,12 +164,10 @@ void arg_kernel(const char* op, const Tensor& x, int64_t dim, const Tensor* valu
 Tensor index_backward(const Tensor& grad, const Tensor& x, const Tensor& indices, int64_t dim,
                       bool keepdim) {
   if (x.dim() == 0) return grad;
-  const int64_t n = x.sym_size(dim).guard_int();
-  std::vector<int64_t> positions(n);
-  for (int64_t i = 0; i < n; ++i) positions[i] = i;
   SymShape shape(x.dim(), SymInt(1));
-  shape[dim] = n;
-  Tensor pos = tensor(positions).to(x.device()).reshape(shape);
+  shape[dim] = x.sym_size(dim);
+  Tensor pos =
+      arange(x.sym_size(dim).guard_int(), TensorOptions(kInt64).device(x.device())).reshape(shape);
   Tensor g = reduce::with_kept_dims(grad, x, {dim}, keepdim);
   Tensor idx = reduce::with_kept_dims(indices, x, {dim}, keepdim);
   return g * pos.eq(idx);

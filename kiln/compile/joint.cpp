@@ -1,0 +1,200 @@
+#include "kiln/compile/joint.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "kiln/autograd/grad_mode.h"
+#include "kiln/autograd/op_node.h"
+#include "kiln/ops/ops.h"
+#include "kiln/ops/registry.h"
+
+namespace kiln::compiler {
+namespace {
+
+// What the backward trace adds to the graph: gradient inputs and the gradients it computed.
+struct BackwardTrace {
+  std::vector<int> differentiable_results;
+  std::vector<Tensor> grads;  // one per target, undefined where none flowed
+  std::vector<int> grad_targets;
+};
+
+void accumulate(std::unordered_map<int, Tensor>& grads, int id, const Tensor& g) {
+  Tensor& sum = grads[id];
+  sum = sum.defined() ? sum + g : g;
+}
+
+// Walks the forward's nodes backwards, calling each one's backward formula on the traced
+// tensors as autograd's OpNode would (zeros for outputs without a gradient, gradients reduced to
+// the input's shape and dtype), so the tracer records the backward as more nodes.
+BackwardTrace trace_backward(Tracer& tr, const std::vector<Tensor>& results) {
+  const size_t forward_nodes = tr.graph().nodes.size();
+  const std::vector<int> inputs = tr.graph().inputs;
+  const std::vector<int> captured = tr.graph().captured;
+  std::vector<char> needs_grad(tr.graph().values.size(), 0);
+  for (int id : inputs) needs_grad[id] = tr.tensor(id).requires_grad();
+  for (int id : captured) needs_grad[id] = tr.tensor(id).requires_grad();
+  for (size_t i = 0; i < forward_nodes; ++i) {
+    const Node& n = tr.graph().nodes[i];
+    const bool flows = n.grad_enabled && n.op->differentiable() &&
+                       std::any_of(n.inputs.begin(), n.inputs.end(),
+                                   [&](int id) { return id >= 0 && needs_grad[id]; });
+    for (int id : n.outputs)
+      needs_grad[id] = flows && is_floating_point(tr.graph().values[id].dtype);
+  }
+
+  BackwardTrace bt;
+  std::unordered_map<int, Tensor> grads;
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (!results[k].defined()) continue;
+    const int id = tr.id_of(results[k]);
+    if (id >= static_cast<int>(needs_grad.size()) || !needs_grad[id]) continue;
+    const Tensor& r = results[k];
+    const SymShape sizes(r.sym_sizes().begin(), r.sym_sizes().end());
+    const Tensor tangent = tr.add_input(sizes, contiguous_strides(sizes), r.dtype(), r.device());
+    bt.differentiable_results.push_back(static_cast<int>(k));
+    accumulate(grads, id, tangent);
+  }
+
+  const NoGradGuard no_grad;
+  for (size_t i = forward_nodes; i-- > 0;) {
+    const Node n = tr.graph().nodes[i];  // a copy: recording appends to the node list
+    std::vector<Tensor> out_grads;
+    bool any = false;
+    for (int id : n.outputs) {
+      auto it = grads.find(id);
+      out_grads.push_back(it == grads.end() ? Tensor() : it->second);
+      any = any || out_grads.back().defined();
+    }
+    std::vector<bool> needs;
+    for (int id : n.inputs) needs.push_back(id >= 0 && needs_grad[id]);
+    if (!any || std::none_of(needs.begin(), needs.end(), [](bool b) { return b; })) continue;
+    if (!n.grad_enabled || !n.op->differentiable()) continue;
+    if (n.op->is_inplace)
+      throw GraphBreak(n.op->name + " changes a tensor in place on a gradient's path");
+    std::vector<Tensor> ins, outs;
+    for (int id : n.inputs) ins.push_back(id >= 0 ? tr.tensor(id) : Tensor());
+    for (int id : n.outputs) outs.push_back(tr.tensor(id));
+    for (size_t o = 0; o < out_grads.size(); ++o)
+      if (!out_grads[o].defined() && is_floating_point(outs[o].dtype()))
+        out_grads[o] = zeros(outs[o].sym_sizes(), TensorOptions(outs[o].dtype()));
+    const BackwardContext ctx{out_grads, ins, outs, n.attrs, needs};
+    std::vector<Tensor> in_grads = n.op->backward_(ctx);
+    in_grads.resize(ins.size());
+    for (size_t j = 0; j < ins.size(); ++j)
+      if (needs[j] && in_grads[j].defined())
+        accumulate(
+            grads, n.inputs[j],
+            autograd::reduce_grad_to(in_grads[j], autograd::InputMeta::of(ins[j]), n.op->name, j));
+  }
+
+  const int targets = static_cast<int>(inputs.size() + captured.size());
+  for (int t = 0; t < targets; ++t) {
+    const int id = t < static_cast<int>(inputs.size()) ? inputs[t] : captured[t - inputs.size()];
+    if (!needs_grad[id]) continue;
+    auto it = grads.find(id);
+    bt.grad_targets.push_back(t);
+    bt.grads.push_back(it == grads.end() ? Tensor() : it->second);
+  }
+  return bt;
+}
+
+// Copies value `id` of `from` into `to` as a new value of `kind` (producer: `producer`).
+int copy_value(const Graph& from, Graph& to, int id, Value::Kind kind, int producer) {
+  Value v = from.values[id];
+  v.kind = kind;
+  v.producer = producer;
+  return to.add_value(std::move(v));
+}
+
+// Copies the joint graph's nodes of one side (backward or not) into `to`; `ids` maps the joint
+// graph's value ids to `to`'s, and gains the copied outputs.
+void copy_nodes(const Graph& joint, const std::vector<char>& backward_node, bool backward,
+                Graph& to, std::vector<int>& ids) {
+  for (size_t i = 0; i < joint.nodes.size(); ++i) {
+    if (static_cast<bool>(backward_node[i]) != backward) continue;
+    Node n = joint.nodes[i];
+    for (int& id : n.inputs)
+      if (id >= 0) id = ids[id];
+    const int node_id = static_cast<int>(to.nodes.size());
+    for (int& id : n.outputs)
+      id = ids[id] = copy_value(joint, to, id, Value::Kind::NodeOutput, node_id);
+    to.nodes.push_back(std::move(n));
+  }
+}
+
+// Splits the joint graph: nodes that read a gradient (directly or through other such nodes)
+// form the backward; the rest, the forward. Forward values the backward reads are saved.
+TrainingGraphs split(const Graph& joint, size_t forward_inputs, size_t results,
+                     const BackwardTrace& bt) {
+  std::vector<char> backward_value(joint.values.size(), 0), backward_node(joint.nodes.size(), 0);
+  for (size_t i = forward_inputs; i < joint.inputs.size(); ++i) backward_value[joint.inputs[i]] = 1;
+  for (size_t i = 0; i < joint.nodes.size(); ++i) {
+    const Node& n = joint.nodes[i];
+    backward_node[i] = std::any_of(n.inputs.begin(), n.inputs.end(),
+                                   [&](int id) { return id >= 0 && backward_value[id]; });
+    for (int id : n.outputs) backward_value[id] = backward_node[i];
+  }
+  // Saved: forward values the backward reads, including gradients computed without one.
+  std::vector<int> saved;
+  std::vector<char> is_saved(joint.values.size(), 0);
+  auto save = [&](int id) {
+    if (id >= 0 && !backward_value[id] && !is_saved[id]) {
+      is_saved[id] = 1;
+      saved.push_back(id);
+    }
+  };
+  for (size_t i = 0; i < joint.nodes.size(); ++i)
+    if (backward_node[i])
+      for (int id : joint.nodes[i].inputs) save(id);
+  for (size_t k = results; k < joint.outputs.size(); ++k) save(joint.outputs[k]);
+
+  TrainingGraphs g;
+  g.results = results;
+  g.differentiable_results = bt.differentiable_results;
+  g.grad_targets = bt.grad_targets;
+
+  // Forward: the joint graph's inputs (before the gradients), captured tensors, forward nodes.
+  std::vector<int> fwd(joint.values.size(), -1);
+  for (size_t i = 0; i < forward_inputs; ++i) {
+    fwd[joint.inputs[i]] =
+        copy_value(joint, g.forward, joint.inputs[i], Value::Kind::Input, static_cast<int>(i));
+    g.forward.inputs.push_back(fwd[joint.inputs[i]]);
+  }
+  for (size_t i = 0; i < joint.captured.size(); ++i) {
+    fwd[joint.captured[i]] =
+        copy_value(joint, g.forward, joint.captured[i], Value::Kind::Captured, static_cast<int>(i));
+    g.forward.captured.push_back(fwd[joint.captured[i]]);
+  }
+  g.forward.captured_tensors = joint.captured_tensors;
+  copy_nodes(joint, backward_node, false, g.forward, fwd);
+  for (size_t k = 0; k < results; ++k)
+    g.forward.outputs.push_back(joint.outputs[k] >= 0 ? fwd[joint.outputs[k]] : -1);
+  for (int id : saved) g.forward.outputs.push_back(fwd[id]);
+
+  // Backward: the saved values and the gradients of the results as inputs, backward nodes.
+  std::vector<int> bwd(joint.values.size(), -1);
+  auto add_input = [&](int id) {
+    bwd[id] = copy_value(joint, g.backward, id, Value::Kind::Input,
+                         static_cast<int>(g.backward.inputs.size()));
+    g.backward.inputs.push_back(bwd[id]);
+  };
+  for (int id : saved) add_input(id);
+  for (size_t i = forward_inputs; i < joint.inputs.size(); ++i) add_input(joint.inputs[i]);
+  copy_nodes(joint, backward_node, true, g.backward, bwd);
+  for (size_t k = results; k < joint.outputs.size(); ++k)
+    g.backward.outputs.push_back(joint.outputs[k] >= 0 ? bwd[joint.outputs[k]] : -1);
+  return g;
+}
+
+}  // namespace
+
+TrainingGraphs trace_training(Tracer& tracer, const std::vector<Tensor>& results) {
+  const size_t forward_inputs = tracer.graph().inputs.size();
+  const BackwardTrace bt = tracer.run([&] { return trace_backward(tracer, results); });
+  std::vector<Tensor> outputs = results;
+  outputs.insert(outputs.end(), bt.grads.begin(), bt.grads.end());
+  const Graph joint = tracer.finish(outputs);
+  return split(joint, forward_inputs, results.size(), bt);
+}
+
+}  // namespace kiln::compiler

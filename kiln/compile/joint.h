@@ -1,0 +1,30 @@
+#pragma once
+// Training graphs, as PyTorch's AOTAutograd makes them: the forward is traced together with the
+// backward formulas of its ops (they are Kiln ops too) into one joint graph, which is then split
+// into a forward graph that also returns what the backward reads, and a backward graph.
+#include <vector>
+
+#include "kiln/compile/graph.h"
+#include "kiln/compile/tracer.h"
+
+namespace kiln::compiler {
+
+struct TrainingGraphs {
+  // Inputs and captured tensors as the function's graph; outputs: the function's results, then
+  // the saved values.
+  Graph forward;
+  // Inputs: the saved values, then one gradient per differentiable result; outputs: one
+  // gradient per entry of grad_targets, -1 where none flows (the eager gradient is undefined).
+  Graph backward;
+  size_t results = 0;                       // the function's results among forward's outputs
+  std::vector<int> differentiable_results;  // the results that take a gradient, in order
+  // Which tensors get a gradient: positions in (the graph's inputs..., its captured tensors...).
+  std::vector<int> grad_targets;
+};
+
+// Continues a capture whose forward has run, giving `results`: traces the backward formulas
+// (under the tracer's mode), finishes the joint graph and splits it. Throws GraphBreak where a
+// training graph cannot be made (an in-place op on a gradient's path).
+TrainingGraphs trace_training(Tracer& tracer, const std::vector<Tensor>& results);
+
+}  // namespace kiln::compiler

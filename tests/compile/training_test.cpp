@@ -1,0 +1,98 @@
+// Training graphs: when an argument or a captured parameter requires grad, the codegen backend
+// compiles the forward together with the backward (joint.cpp), and loss.backward() after a
+// compiled call runs the compiled backward. Gradients are checked against eager autograd.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+void expect_close(const Tensor& got, const Tensor& want, double tol) {
+  ASSERT_TRUE(got.defined() && want.defined());
+  ASSERT_EQ(got.sizes().vec(), want.sizes().vec());
+  EXPECT_TRUE(allclose(got.to(kFloat64), want.to(kFloat64), tol, tol)) << got << "\n" << want;
+}
+
+std::vector<Tensor> grads_of(const std::vector<Tensor>& params) {
+  std::vector<Tensor> g;
+  for (const Tensor& p : params) g.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
+  return g;
+}
+
+TEST(TrainingGraphs, AnMlpsParameterGradientsMatchEager) {
+  manual_seed(0);
+  nn::Sequential net(nn::Linear(8, 16), nn::GELU(), nn::Linear(16, 4));
+  auto f = compile(net);
+  for (int step = 0; step < 2; ++step) {
+    const Tensor x = randn({5, 8}), target = randn({5, 4});
+    net->zero_grad();
+    const Tensor y = f(x);
+    ASSERT_TRUE(y.grad_fn() != nullptr);
+    EXPECT_EQ(y.grad_fn()->name(), "CompiledFunctionBackward");
+    mse_loss(y, target).backward();
+    const std::vector<Tensor> compiled = grads_of(net->parameters());
+    net->zero_grad();
+    mse_loss(net->forward(x), target).backward();
+    const std::vector<Tensor> eager = grads_of(net->parameters());
+    for (size_t i = 0; i < eager.size(); ++i) expect_close(compiled[i], eager[i], 1e-5);
+  }
+  EXPECT_EQ(f.compilations(), 1);
+}
+
+// Several results, one without a gradient (an index), an argument that needs none and one that
+// is not used: each input's gradient is what eager gives, undefined where eager's is.
+TEST(TrainingGraphs, ResultsAndArgumentsWithAndWithoutGradients) {
+  auto fn = [](const Tensor& x, const Tensor& w, const Tensor& /*unused*/, const Tensor& c) {
+    Tensor h = (x * w).sin() + c;
+    return std::make_tuple(h.sum(1), h.argmax(1), (h * h).mean());
+  };
+  auto f = compile(fn);
+  const Tensor x0 = randn({3, 4}, kFloat64), w0 = randn({4}, kFloat64), u0 = randn({2}, kFloat64),
+               c = randn({3, 4}, kFloat64);
+  auto run = [&](auto&& g, Tensor& x, Tensor& w, Tensor& u) {
+    x = x0.clone().requires_grad_();
+    w = w0.clone().requires_grad_();
+    u = u0.clone().requires_grad_();
+    auto [a, idx, m] = g(x, w, u, c);
+    EXPECT_FALSE(idx.requires_grad());
+    (a.sum() * 2.0 + m).backward();
+    return idx;
+  };
+  Tensor x1, w1, u1, x2, w2, u2;
+  const Tensor idx1 = run(f, x1, w1, u1), idx2 = run(fn, x2, w2, u2);
+  EXPECT_TRUE(idx1.equal(idx2));
+  expect_close(x1.grad(), x2.grad(), 1e-12);
+  expect_close(w1.grad(), w2.grad(), 1e-12);
+  EXPECT_FALSE(u1.grad().defined());
+  EXPECT_FALSE(u2.grad().defined());
+}
+
+// Only the result's gradient that flows is used; a result returned twice gets both.
+TEST(TrainingGraphs, GradientsOfOneResultOfTwoAndOfAReturnedArgument) {
+  auto fn = [](const Tensor& x) { return std::make_tuple(x.exp(), x * 3.0, x); };
+  auto f = compile(fn);
+  Tensor x = randn({4}, kFloat64).requires_grad_();
+  auto [e, t, same] = f(x);
+  (e.sum() + same.sum() * 5.0).backward();
+  expect_close(x.grad(), x.detach().exp() + 5.0, 1e-12);
+}
+
+TEST(TrainingGraphs, CreateGraphThroughACompiledBackwardIsAClearError) {
+  auto f = compile([](const Tensor& x) { return (x * x).sum(); });
+  const Tensor x = randn({3}).requires_grad_();
+  try {
+    autograd::grad({f(x)}, {x}, {}, /*retain_graph=*/std::nullopt, /*create_graph=*/true);
+    FAIL() << "create_graph through a compiled backward did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("create_graph=true through a compiled function"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln
