@@ -46,6 +46,26 @@ TEST(TrainingGraphs, AnMlpsParameterGradientsMatchEager) {
   EXPECT_EQ(f.compilations(), 1);
 }
 
+// With symbolic sizes, the backward program runs with the symbol values of its forward call.
+TEST(TrainingGraphs, SymbolicBatchSizesReachTheBackward) {
+  manual_seed(1);
+  nn::Sequential net(nn::Linear(6, 8), nn::Tanh(), nn::Linear(8, 3));
+  auto f = compile(net, CompileOptions().dynamic(true));
+  for (int64_t batch : {4, 9, 2}) {
+    const Tensor x = randn({batch, 6}).requires_grad_();
+    const Tensor x_eager = x.detach().clone().requires_grad_();
+    net->zero_grad();
+    f(x).pow(2).mean().backward();
+    const std::vector<Tensor> compiled = grads_of(net->parameters());
+    net->zero_grad();
+    net->forward(x_eager).pow(2).mean().backward();
+    const std::vector<Tensor> eager = grads_of(net->parameters());
+    for (size_t i = 0; i < eager.size(); ++i) expect_close(compiled[i], eager[i], 1e-5);
+    expect_close(x.grad(), x_eager.grad(), 1e-5);
+  }
+  EXPECT_EQ(f.compilations(), 1);
+}
+
 // Several results, one without a gradient (an index), an argument that needs none and one that
 // is not used: each input's gradient is what eager gives, undefined where eager's is.
 TEST(TrainingGraphs, ResultsAndArgumentsWithAndWithoutGradients) {
