@@ -229,7 +229,12 @@ ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Opt
   g.collectives = std::make_unique<TaskQueue>(g.where());
 }
 
-ProcessGroup::~ProcessGroup() { impl_->abort_transfers(); }
+ProcessGroup::~ProcessGroup() {
+  impl_->abort_transfers();
+  // Collectives still queued (an asynchronous result nobody used) run now, while everything
+  // they use is alive: members are destroyed in reverse order, the queue's thread would not be.
+  impl_->collectives.reset();
+}
 
 int ProcessGroup::rank() const { return impl_->rank; }
 int ProcessGroup::size() const { return impl_->size; }
