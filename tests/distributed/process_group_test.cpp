@@ -58,6 +58,21 @@ bool defined_for(ScalarType dtype, ReduceOp op) {
   return true;
 }
 
+// all_reduce of n elements on `world` ranks, for each (dtype, op), against the reference.
+void expect_large_all_reduces(int world, int64_t n,
+                              std::initializer_list<std::pair<ScalarType, ReduceOp>> cases) {
+  const Rendezvous rv;
+  expect_all_passed(run_ranks(world, [&](int rank) {
+    rv.init(rank, world);
+    for (auto [dtype, op] : cases) {
+      Tensor t = input_of(rank, dtype, n);
+      all_reduce(t, op);
+      require(t.equal(reference(world, dtype, op, n)), "all_reduce of ", n, " ", dtype, " ",
+              reduce_op_name(op), " at ", world, " ranks");
+    }
+  }));
+}
+
 constexpr ScalarType kDtypes[] = {kBool,  kUInt8,   kInt8,     kInt16,   kInt32,
                                   kInt64, kFloat16, kBFloat16, kFloat32, kFloat64};
 constexpr ReduceOp kOps[] = {ReduceOp::SUM, ReduceOp::AVG,  ReduceOp::PRODUCT, ReduceOp::MIN,
@@ -89,47 +104,26 @@ TEST(ProcessGroup, AllReduceMatchesTheReferenceForEveryDtypeAndOpOnFourRanks) {
 // Buffers over Gloo's 1 MB segment, with odd element counts at 3 ranks (uneven ring chunks),
 // for 4- and 2-byte elements.
 TEST(ProcessGroup, LargeTensorsSpanManySegments) {
-  const Rendezvous rv;
-  expect_all_passed(run_ranks(3, [&](int rank) {
-    rv.init(rank, 3);
-    for (ScalarType dtype : {kFloat32, kBFloat16, kInt64})
-      for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MAX}) {
-        const int64_t n = 700001;
-        Tensor t = input_of(rank, dtype, n);
-        all_reduce(t, op);
-        require(t.equal(reference(3, dtype, op, n)), "all_reduce of ", n, " ", dtype, " ",
-                reduce_op_name(op));
-      }
-  }));
+  expect_large_all_reduces(3, 700'001,
+                           {{kFloat32, ReduceOp::SUM},
+                            {kFloat32, ReduceOp::MAX},
+                            {kBFloat16, ReduceOp::SUM},
+                            {kBFloat16, ReduceOp::MAX},
+                            {kInt64, ReduceOp::SUM},
+                            {kInt64, ReduceOp::MAX}});
 }
 
 // Above 1 MB at 4 ranks, all_reduce reduce-scatters and all-gathers pieces of at most 4 MB of
 // each rank's chunk: 4.5 M + 3 elements make two pieces a chunk, the last chunk shorter.
 TEST(ProcessGroup, LargeAllReducesGoInPiecesAtFourRanks) {
-  const Rendezvous rv;
-  expect_all_passed(run_ranks(4, [&](int rank) {
-    rv.init(rank, 4);
-    const int64_t n = 4'500'003;
-    for (auto [dtype, op] : {std::pair{kFloat32, ReduceOp::AVG}, std::pair{kInt32, ReduceOp::MAX},
-                             std::pair{kFloat64, ReduceOp::SUM}}) {
-      Tensor t = input_of(rank, dtype, n);
-      all_reduce(t, op);
-      require(t.equal(reference(4, dtype, op, n)), "all_reduce of ", n, " ", dtype, " ",
-              reduce_op_name(op));
-    }
-  }));
+  expect_large_all_reduces(
+      4, 4'500'003,
+      {{kFloat32, ReduceOp::AVG}, {kInt32, ReduceOp::MAX}, {kFloat64, ReduceOp::SUM}});
 }
 
 // Groups of more than 16 ranks take Gloo's ring above the size that travels with the check.
 TEST(ProcessGroup, SeventeenRanksReduceThroughTheRing) {
-  const Rendezvous rv;
-  expect_all_passed(run_ranks(17, [&](int rank) {
-    rv.init(rank, 17);
-    const int64_t n = 100'001;
-    Tensor t = input_of(rank, kFloat32, n);
-    all_reduce(t);
-    require(t.equal(reference(17, kFloat32, ReduceOp::SUM, n)), "all_reduce at 17 ranks");
-  }));
+  expect_large_all_reduces(17, 100'001, {{kFloat32, ReduceOp::SUM}});
 }
 
 TEST(ProcessGroup, AnUndefinedReductionIsAClearErrorBeforeAnyExchange) {
