@@ -52,7 +52,7 @@ Tensor GPTImpl::forward(const Tensor& idx) {
   const int64_t T = idx.size(1);
   KILN_CHECK(T <= config.block_size, "GPT: sequence of ", T, " tokens is longer than block_size ",
              config.block_size);
-  Tensor x = tok(idx) + pos(arange(T, TensorOptions(kInt64)));
+  Tensor x = tok(idx) + pos(arange(T, TensorOptions(kInt64).device(idx.device())));
   for (const auto& block : *blocks) x = block->as<BlockImpl>()->forward(x);
   // The output layer shares the token embedding's weight (weight tying).
   return linear(ln_f(x), tok->weight);

@@ -53,7 +53,7 @@ void CustomNodeBase::finish(const variable_list& inputs, variable_list& outputs,
     for (size_t i = 0; i < outputs.size(); ++i) {
       Tensor& o = outputs[i];
       output_sizes_.push_back(o.sym_sizes());
-      output_dtypes_.push_back(o.dtype());
+      output_options_.push_back(TensorOptions(o.dtype()).device(o.device()));
       if (ctx.non_differentiable_.count(o.impl()) || !o.is_floating_point()) continue;
       AutogradMeta& m = o.impl()->ensure_autograd_meta();
       m.requires_grad = true;
@@ -84,8 +84,7 @@ void CustomNodeBase::release_variables() {
 variable_list CustomNodeBase::prepare_grads(variable_list&& grads) {
   if (ctx.materialize_grads_) {
     for (size_t i = 0; i < grads.size(); ++i)
-      if (!grads[i].defined())
-        grads[i] = zeros(SymIntList(output_sizes_[i]), TensorOptions(output_dtypes_[i]));
+      if (!grads[i].defined()) grads[i] = zeros(SymIntList(output_sizes_[i]), output_options_[i]);
   }
   return std::move(grads);
 }

@@ -61,7 +61,7 @@ class CustomNodeBase : public Node {
   variable_list prepare_grads(variable_list&& grads);
   variable_list map_result(variable_list&& result) const;
   std::vector<SymShape> output_sizes_;
-  std::vector<ScalarType> output_dtypes_;
+  std::vector<TensorOptions> output_options_;  // dtype and device of each output
   std::vector<bool> is_tensor_argument_;
 };
 

@@ -63,8 +63,9 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
   for (const auto& s : saved_outputs_) outputs.push_back(s.unpack(self, who.c_str()));
   // Outputs that received no gradient contribute zeros (multi-output ops).
   for (size_t i = 0; i < grads.size(); ++i) {
-    if (!grads[i].defined() && i < output_dtypes_.size() && is_floating_point(output_dtypes_[i]))
-      grads[i] = zeros(SymIntList(output_sizes_[i]), TensorOptions(output_dtypes_[i]));
+    if (!grads[i].defined() && i < output_options_.size() &&
+        is_floating_point(output_options_[i].dtype()))
+      grads[i] = zeros(SymIntList(output_sizes_[i]), output_options_[i]);
   }
   BackwardContext ctx{grads, inputs, outputs, attrs_, needs_input_grad_};
   std::vector<Tensor> result = op_.backward_(ctx);
@@ -139,7 +140,7 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
   node->set_num_outputs(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
     Tensor& o = outs[i];
-    node->output_dtypes().push_back(o.dtype());
+    node->output_options().push_back(TensorOptions(o.dtype()).device(o.device()));
     node->output_sizes().push_back(o.sym_sizes());
     if (!is_floating_point(o.dtype())) continue;  // indices, masks: no gradient
     AutogradMeta& m = o.impl()->ensure_autograd_meta();

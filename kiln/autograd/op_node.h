@@ -20,7 +20,8 @@ class OpNode final : public Node {
   std::vector<SavedTensor>& saved_inputs() { return saved_inputs_; }
   std::vector<SavedTensor>& saved_outputs() { return saved_outputs_; }
   std::vector<bool>& needs_input_grad() { return needs_input_grad_; }
-  std::vector<ScalarType>& output_dtypes() { return output_dtypes_; }
+  // Each output's dtype and device: what a missing output gradient is made as (zeros).
+  std::vector<TensorOptions>& output_options() { return output_options_; }
   std::vector<SymShape>& output_sizes() { return output_sizes_; }
   void set_overload(int overload) { overload_ = overload; }
 
@@ -30,7 +31,7 @@ class OpNode final : public Node {
   std::vector<SavedTensor> saved_inputs_;
   std::vector<SavedTensor> saved_outputs_;
   std::vector<bool> needs_input_grad_;
-  std::vector<ScalarType> output_dtypes_;
+  std::vector<TensorOptions> output_options_;
   std::vector<SymShape> output_sizes_;
   int overload_ = 0;
   bool released_ = false;

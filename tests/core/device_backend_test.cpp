@@ -125,21 +125,59 @@ TEST_F(DeviceBackendTest, GradientsFlowBackToEachInputsDevice) {
   EXPECT_TRUE(allclose(w.grad().cpu(), (2 * xv * xv).sum(0)));
 }
 
+// sdpa on a device picks the math backend: the flash kernel is the CPU's.
+TEST_F(DeviceBackendTest, AttentionOnADeviceTakesTheMathBackend) {
+  manual_seed(13);
+  Tensor q = randn({2, 3, 5, 4}), k = randn({2, 3, 6, 4}), v = randn({2, 3, 6, 4});
+  Tensor y = scaled_dot_product_attention(q.to(dev), k.to(dev), v.to(dev));
+  EXPECT_EQ(y.device(), dev);
+  EXPECT_TRUE(allclose(y.cpu(), scaled_dot_product_attention(q, k, v), 1e-5, 1e-6));
+  const auto ops = cpu_fallback_ops();
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "_scaled_dot_product_flash_attention_for_cpu on kilntest"),
+            ops.end());
+}
+
+// A multi-output op whose other outputs get no gradient (rms_norm's rstd) sees zeros made on
+// their device, not the CPU's.
+TEST_F(DeviceBackendTest, MissingGradientsOfMultiOutputOpsAreZerosOnTheirDevice) {
+  auto grad_of = [](Device where) {
+    Tensor x = (iota({3, 4}) * 0.3 - 1).to(where).requires_grad_(true);
+    rms_norm(x, {4}, Tensor(), 1e-5).sum().backward();
+    return x.grad();
+  };
+  Tensor on_device = grad_of(dev);
+  EXPECT_EQ(on_device.device(), dev);
+  EXPECT_TRUE(allclose(on_device.cpu(), grad_of(Device(kCPU)), 1e-6, 1e-6));
+}
+
+// Adam and AdamW update dense device parameters with device ops (optim/fused.h,
+// runs_on_device), every variant as the CPU's fused loop does.
 TEST_F(DeviceBackendTest, OptimizersUpdateParametersAndStateOnTheirDevice) {
-  auto run = [](Device where) {
+  auto run = [](Device where, int variant) {
     Tensor p = iota({5}).to(where).requires_grad_(true);
-    optim::Adam opt({p}, optim::AdamOptions(0.1));
+    std::unique_ptr<optim::Optimizer> opt;
+    if (variant == 0)
+      opt = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions(0.1));
+    if (variant == 1)
+      opt = std::make_unique<optim::Adam>(std::vector<Tensor>{p},
+                                          optim::AdamOptions(0.1).weight_decay(0.1).amsgrad(true));
+    if (variant == 2)
+      opt = std::make_unique<optim::AdamW>(
+          std::vector<Tensor>{p}, optim::AdamWOptions(0.1).weight_decay(0.3).maximize(true));
     for (int step = 0; step < 3; ++step) {
-      opt.zero_grad();
-      (p * p).sum().backward();
-      opt.step();
+      opt->zero_grad();
+      ((p - 2) * (p - 2)).sum().backward();
+      opt->step();
     }
     return p.detach();
   };
-  Tensor on_device = run(dev), on_cpu = run(Device(kCPU));
-  EXPECT_EQ(on_device.device(), dev);
-  EXPECT_TRUE(allclose(on_device.cpu(), on_cpu));
-  EXPECT_FALSE(allclose(on_cpu, iota({5})));  // it moved
+  for (int variant : {0, 1, 2}) {
+    SCOPED_TRACE(variant);
+    Tensor on_device = run(dev, variant), on_cpu = run(Device(kCPU), variant);
+    EXPECT_EQ(on_device.device(), dev);
+    EXPECT_TRUE(allclose(on_device.cpu(), on_cpu, 1e-5, 1e-6)) << on_device.cpu() << on_cpu;
+    EXPECT_FALSE(allclose(on_cpu, iota({5})));  // it moved
+  }
 }
 
 TEST_F(DeviceBackendTest, LbfgsSearchesOnTheHostAndUpdatesOnTheDevice) {

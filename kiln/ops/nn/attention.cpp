@@ -70,15 +70,6 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, con
   return p;
 }
 
-void sdpa_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
-  NoGradGuard no_grad;
-  const Tensor& q = in[0];
-  const Tensor p = attention_probs(q, expand_heads(in[1], q), in[3], a);
-  const Tensor pd = in[4].defined() ? p * in[4] : p;
-  nn_util::store(out[0], batched_product(pd, expand_heads(in[2], q)));
-  nn_util::store(out[1], p);
-}
-
 // Sums a gradient of repeated key/value heads back onto the shared heads.
 Tensor fold_heads(const Tensor& g, const Tensor& kv) {
   if (kv.dim() < 3 || g.sym_size(-3) == kv.sym_size(-3)) return g;
@@ -213,7 +204,7 @@ KILN_REGISTER_OP(scaled_dot_product_attention)
         "Tensor? dropout_noise, bool is_causal=False, float? scale=None, bool enable_gqa=False) "
         "-> (Tensor out, Tensor attn)")
     .meta(sdpa_meta)
-    .cpu(sdpa_kernel)
+    .cpu(attention::math_kernel)
     .save_outputs({1})  // the attention weights
     .backward(sdpa_backward)
     .samples(sdpa_samples)
@@ -230,6 +221,8 @@ using nn::attention::SDPBackend;
 std::string unfit(SDPBackend b, const Tensor& q, const Tensor& mask, double dropout_p) {
   if (b == SDPBackend::math) return "";
   if (b != SDPBackend::flash_attention) return "not available on the CPU";
+  if (q.device().type() != kCPU)
+    return detail::str_cat("the flash kernel runs on the CPU, not on ", q.device());
   const ScalarType dt = q.dtype();
   if (dropout_p > 0) return "dropout_p > 0 is not supported";
   if (dt != kFloat32 && dt != kBFloat16 && dt != kFloat16 && dt != kFloat64)
@@ -240,6 +233,17 @@ std::string unfit(SDPBackend b, const Tensor& q, const Tensor& mask, double drop
 }
 
 }  // namespace
+
+namespace attention {
+void math_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
+  NoGradGuard no_grad;
+  const Tensor& q = in[0];
+  const Tensor p = attention_probs(q, expand_heads(in[1], q), in[3], a);
+  const Tensor pd = in[4].defined() ? p * in[4] : p;
+  nn_util::store(out[0], batched_product(pd, expand_heads(in[2], q)));
+  nn_util::store(out[1], p);
+}
+}  // namespace attention
 
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,

@@ -18,6 +18,11 @@ SymShape check_inputs(const char* op, const Tensor& q, const Tensor& k, const Te
 // The output's shape [..., L, Ev].
 SymShape output_shape(const Tensor& q, const Tensor& v);
 
+// The math backend's kernel (scaled_dot_product_attention: inputs q, k, v, attn_mask?,
+// dropout_noise?; outputs out, weights). It is written with Kiln ops, so a device backend can
+// register it as its own kernel.
+void math_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a);
+
 // Closed-form float64 attention over naive loops (the dropout noise multiplies the weights):
 // the output, the weights and each row's log-sum-exp (-inf for a row that sees no key).
 struct Reference {

@@ -1,5 +1,6 @@
 #include "kiln/ops/nn/util.h"
 
+#include "kiln/autograd/grad_mode.h"
 #include "kiln/backend/cpu/copy.h"
 #include "kiln/ops/ops.h"
 
@@ -80,7 +81,12 @@ Tensor as_compute(const Tensor& t) {
 
 void store(const Tensor& out, const Tensor& computed) {
   if (out.is_same(computed)) return;
-  cpu::copy(out, computed);
+  if (out.is_cpu() && computed.is_cpu()) {
+    cpu::copy(out, computed);
+  } else {  // a device kernel written with Kiln ops (attention::math_kernel)
+    NoGradGuard no_grad;
+    out.copy_(computed);
+  }
 }
 
 }  // namespace kiln::nn_util
