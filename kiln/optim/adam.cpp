@@ -26,6 +26,18 @@ void adam_step(std::vector<OptimizerParamGroup>& groups,
       Tensor m = state_buffer(s, "exp_avg", p);
       Tensor v = state_buffer(s, "exp_avg_sq", p);
       Tensor vmax = amsgrad ? state_buffer(s, "max_exp_avg_sq", p) : v;
+      if (runs_on_device(p)) {
+        // The same update as device pointwise ops, without host copies.
+        NoGradGuard no_grad;
+        Tensor d = sign < 0 ? -p.grad() : p.grad();
+        if (l2 != 0) d = d + p * l2;
+        if (decay != 1) p.mul_(decay);
+        m.lerp_(d, 1 - beta1);
+        v.mul_(beta2).addcmul_(d, d, 1 - beta2);
+        if (amsgrad) vmax.copy_(maximum(vmax, v));
+        p.addcdiv_(m, vmax.sqrt().mul_(inv_sqrt_bc2).add_(eps), -step_size);
+        continue;
+      }
       fused_update<3>(p, {&m, &v, &vmax},
                       [&](auto* w, const auto* g, auto st, int64_t b, int64_t e) {
                         auto *ma = st[0], *va = st[1], *vm = st[2];

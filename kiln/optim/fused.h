@@ -4,7 +4,8 @@
 // ops each making a pass. Float32 and float64 parameters are updated in place; other dtypes (and
 // non-contiguous parameters) through a float32 working copy that is written back. Parameters on
 // another device are updated on host copies of them, their gradients and their state, which are
-// then written back: correct on any device, though a device's own fused kernel would be faster.
+// then written back: correct on any device; Adam and AdamW instead update dense device parameters
+// with the device's pointwise kernels (runs_on_device).
 #include <algorithm>
 #include <array>
 #include <string>
@@ -77,6 +78,13 @@ template <class T>
 inline void update_moments(T& m, T& v, double d, double beta1, double beta2) {
   m += (1 - beta1) * (d - m);
   v = beta2 * v + (1 - beta2) * d * d;
+}
+
+// Whether an optimizer updates p with device ops (pointwise kernels on p's device) instead of
+// fused_update's host copies: p is on a device other than the CPU, dense, in its compute dtype.
+inline bool runs_on_device(const Tensor& p) {
+  return !p.is_cpu() && p.dtype() == compute_dtype(p) && p.is_contiguous() &&
+         p.grad().device() == p.device();
 }
 
 // Parameters of a group that have a gradient.
