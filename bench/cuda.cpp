@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "examples/gpt/model.h"
 #include "kiln/kiln.h"
 
 using namespace kiln;
@@ -42,11 +43,19 @@ int main() {
     std::printf("gelu_bf16_2^26 %.9f\n", median_seconds([&] { Tensor c = gelu(h); }, 20));
     Tensor m = a.view({8192, 8192});
     std::printf("sum_rows_f32_8192^2 %.9f\n", median_seconds([&] { Tensor c = m.sum(1); }, 20));
-    std::printf("softmax_f32_8192^2 %.9f\n",
-                median_seconds([&] { Tensor c = softmax(m, 1); }, 20));
+    std::printf("softmax_f32_8192^2 %.9f\n", median_seconds([&] { Tensor c = softmax(m, 1); }, 20));
     Tensor at = a.view({8192, 8192}).t();
     std::printf("copy_transpose_f32_8192^2 %.9f\n",
                 median_seconds([&] { Tensor c = at.contiguous(); }, 20));
+    Tensor e = randn({50304, 768}).to(kCUDA).to(kBFloat16);
+    Tensor ids = randint(0, 50304, {8, 1024}).to(kCUDA);
+    std::printf("embedding_bf16_8x1024x768 %.9f\n",
+                median_seconds([&] { Tensor c = embedding(e, ids); }, 50));
+    Tensor logits = m.narrow(1, 0, 4096).contiguous();
+    Tensor target = randint(0, 4096, {8192}).to(kCUDA);
+    std::printf(
+        "cross_entropy_f32_8192x4096 %.9f\n",
+        median_seconds([&] { Tensor c = nn::functional::cross_entropy(logits, target); }, 20));
   }
   {
     Tensor a = randn({8192, 8192}).to(gpu.device()).to(kBFloat16);
@@ -56,6 +65,61 @@ int main() {
     std::printf("mm_f32_4096 %.9f\n",
                 median_seconds(
                     [&] { Tensor c = af.narrow(0, 0, 4096).matmul(bf.narrow(1, 0, 4096)); }, 10));
+  }
+  {
+    // A small model's forward and backward: eager launches, then the same replayed from a CUDA
+    // graph (launch overhead is most of the eager time).
+    nn::Sequential model(nn::Linear(256, 256), nn::GELU(), nn::Linear(256, 256), nn::GELU(),
+                         nn::Linear(256, 10));
+    model->to(Device(kCUDA));
+    Tensor x = randn({64, 256}).to(kCUDA), t = randn({64, 10}).to(kCUDA);
+    auto step = [&] { nn::functional::mse_loss(model->forward(x), t).backward(); };
+    auto no_grads = [&] {
+      for (auto& p : model->parameters()) p.mutable_grad() = Tensor();
+    };
+    std::printf("mlp_step_eager %.9f\n", median_seconds(
+                                             [&] {
+                                               no_grads();
+                                               step();
+                                             },
+                                             50));
+    no_grads();
+    cuda::synchronize();
+    cuda::CUDAGraph g;
+    bool captured = true;
+    try {
+      cuda::graph capture(g);
+      step();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "mlp_step_graph: %s\n", e.what());
+      captured = false;
+    }
+    std::printf("mlp_step_graph %.9f\n",
+                captured ? median_seconds([&] { g.replay(); }, 50) : 0.0 / 0.0);
+  }
+  {
+    // The demo's GPT, larger: a training step (forward, cross-entropy, backward, AdamW).
+    gpt::Config c;
+    c.vocab_size = 512;
+    c.block_size = 128;
+    c.n_layer = 4;
+    c.n_head = 4;
+    c.n_embd = 256;
+    gpt::GPT model(c);
+    model->to(Device(kCUDA));
+    optim::AdamW opt(model->parameters(), optim::AdamWOptions(1e-3));
+    Tensor idx = randint(0, 512, {16, 128}).to(kCUDA),
+           target = randint(0, 512, {16, 128}).to(kCUDA);
+    std::printf(
+        "gpt_train_step %.9f\n",
+        median_seconds(
+            [&] {
+              opt.zero_grad();
+              Tensor logits = model->forward(idx);
+              nn::functional::cross_entropy(logits.view({-1, 512}), target.view({-1})).backward();
+              opt.step();
+            },
+            10));
   }
   {
     Tensor x = ones({1}, gpu), y = ones({1}, gpu);

@@ -27,6 +27,54 @@ def median_seconds(f, inner, repeats=9):
     return sorted(times)[len(times) // 2]
 
 
+class Block(torch.nn.Module):
+    """examples/gpt/model.cpp's block: pre-norm causal self-attention and a GELU MLP."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.fc, self.fc_out = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+                   for t in self.qkv(self.ln1(x)).split(C, -1))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        h = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return h + self.fc_out(torch.nn.functional.gelu(self.fc(self.ln2(h))))
+
+
+class GPT(torch.nn.Module):
+    def __init__(self, vocab, block, layers, heads, d):
+        super().__init__()
+        self.tok, self.pos = torch.nn.Embedding(vocab, d), torch.nn.Embedding(block, d)
+        self.blocks = torch.nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln_f = torch.nn.LayerNorm(d)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for b in self.blocks:
+            x = b(x)
+        return torch.nn.functional.linear(self.ln_f(x), self.tok.weight)
+
+
+def gpt_step_seconds():
+    model = GPT(512, 128, 4, 4, 256).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    idx = torch.randint(0, 512, (16, 128), device="cuda")
+    target = torch.randint(0, 512, (16, 128), device="cuda")
+
+    def step():
+        opt.zero_grad()
+        logits = model(idx)
+        torch.nn.functional.cross_entropy(logits.view(-1, 512), target.view(-1)).backward()
+        opt.step()
+
+    return median_seconds(step, 10)
+
+
 def torch_cases():
     torch.manual_seed(0)
     out = {}
@@ -41,13 +89,47 @@ def torch_cases():
     out["softmax_f32_8192^2"] = median_seconds(lambda: torch.softmax(m, 1), 20)
     at = a.view(8192, 8192).t()
     out["copy_transpose_f32_8192^2"] = median_seconds(lambda: at.contiguous(), 20)
-    del a, b, h, at
+    e = torch.randn(50304, 768, device="cuda").to(torch.bfloat16)
+    ids = torch.randint(0, 50304, (8, 1024), device="cuda")
+    out["embedding_bf16_8x1024x768"] = median_seconds(
+        lambda: torch.nn.functional.embedding(ids, e), 50)
+    logits = m[:, :4096].contiguous()
+    target = torch.randint(0, 4096, (8192,), device="cuda")
+    out["cross_entropy_f32_8192x4096"] = median_seconds(
+        lambda: torch.nn.functional.cross_entropy(logits, target), 20)
+    del a, b, h, at, e, logits
     a = torch.randn(8192, 8192, device="cuda").to(torch.bfloat16)
     b = torch.randn(8192, 8192, device="cuda").to(torch.bfloat16)
     out["mm_bf16_8192"] = median_seconds(lambda: a @ b, 10)
     af, bf = a.float(), b.float()
     torch.backends.cuda.matmul.allow_tf32 = False  # Kiln's float32 default, and torch's
     out["mm_f32_4096"] = median_seconds(lambda: af[:4096] @ bf[:, :4096], 10)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.GELU(),
+                                torch.nn.Linear(256, 256), torch.nn.GELU(),
+                                torch.nn.Linear(256, 10)).cuda()
+    xs = torch.randn(64, 256, device="cuda")
+    ts = torch.randn(64, 10, device="cuda")
+
+    def step():
+        torch.nn.functional.mse_loss(model(xs), ts).backward()
+
+    def eager():
+        model.zero_grad(set_to_none=True)
+        step()
+
+    out["mlp_step_eager"] = median_seconds(eager, 50)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            eager()
+    torch.cuda.current_stream().wait_stream(side)
+    model.zero_grad(set_to_none=True)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
+    out["mlp_step_graph"] = median_seconds(g.replay, 50)
+    out["gpt_train_step"] = gpt_step_seconds()
     x = torch.ones(1, device="cuda")
     y = torch.ones(1, device="cuda")
     out["add_1_element"] = median_seconds(lambda: x + y, 2000)
@@ -61,8 +143,13 @@ WORK = {
     "copy_transpose_f32_8192^2": ("GB/s", 2 * 4 * 8192 * 8192),
     "sum_rows_f32_8192^2": ("GB/s", 4 * 8192 * 8192 + 4 * 8192),
     "softmax_f32_8192^2": ("GB/s", 2 * 4 * 8192 * 8192),
+    "embedding_bf16_8x1024x768": ("GB/s", 2 * 2 * 8192 * 768 + 8 * 8192),
+    "cross_entropy_f32_8192x4096": ("GB/s", 4 * 8192 * 4096 + 8 * 8192),
     "mm_bf16_8192": ("TFLOP/s", 2 * 8192**3),
     "mm_f32_4096": ("TFLOP/s", 2 * 4096 * 4096 * 8192),
+    "gpt_train_step": ("us", None),
+    "mlp_step_eager": ("us", None),
+    "mlp_step_graph": ("us", None),
     "add_1_element": ("us", None),
 }
 

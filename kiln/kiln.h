@@ -8,6 +8,7 @@
 #include "kiln/core/cpu_allocator.h"
 #include "kiln/core/cpu_info.h"
 #include "kiln/core/cuda.h"
+#include "kiln/core/cuda_stream.h"
 #include "kiln/core/device.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/dtype.h"

@@ -154,6 +154,24 @@ TEST(CudaPointwiseSource, BFloat16AddLoadsAsFloatAndStoresRounded) {
   expect_compiles(g.source, g.name);
 }
 
+// Kernels over one dim load enough elements per thread to keep about 16 bytes of loads in
+// flight: 4 for float32 add and float32 gelu, 8 for bfloat16 gelu.
+TEST(CudaPointwiseSource, NarrowDtypesKeepMoreElementsInFlightPerThread) {
+  auto unroll = [](const Generated& g) {
+    int u = 0;
+    while (contains(g.source, "const bool ok_" + std::to_string(u) + " ")) ++u;
+    return u;
+  };
+  const Generated add = generate("add", {empty({64}), empty({64})}, {Scalar(1)});
+  const Generated gelu32 = generate("gelu", {empty({64})}, {std::string("none")});
+  const Generated gelu16 = generate("gelu", {empty({64}, kBFloat16)}, {std::string("none")});
+  EXPECT_EQ(unroll(add), 4) << add.source;
+  EXPECT_EQ(unroll(gelu32), 4) << gelu32.source;
+  EXPECT_EQ(unroll(gelu16), 8) << gelu16.source;
+  EXPECT_TRUE(contains(gelu16.source, "* 8;")) << gelu16.source;
+  expect_compiles(gelu16.source, gelu16.name);
+}
+
 TEST(CudaPointwiseSource, IntegerFloorDivide) {
   // Eager checks integer divisors for zero (it reads values), so the registry's lowering leaves
   // integer floor division to the op's kernel; the functor itself compiles for the device.

@@ -9,7 +9,8 @@ STAGE=$(mktemp -d)
 mkdir -p "$STAGE/lib/kiln/backends" "$STAGE/bin"
 cp -P "$BUILD"/libkiln.so* "$STAGE/lib/"
 cp "$BUILD/kiln/backends/libkiln_cuda.so" "$STAGE/lib/kiln/backends/"
-cp "$BUILD/tests/kiln_tests" "$BUILD/tests/kiln_cuda_tests" "$BUILD/bench/cuda_bench" "$STAGE/bin/"
+cp "$BUILD/tests/kiln_tests" "$BUILD/tests/kiln_cuda_tests" "$BUILD/bench/cuda_bench" \
+   "$BUILD/bench/cuda_pointwise_variants" "$STAGE/bin/"
 cp "$BUILD/tests/libkiln_test_backend.so" "$STAGE/lib/"
 for lib in $(ldd "$BUILD/tests/kiln_tests" "$BUILD/kiln/backends/libkiln_cuda.so" |
              awk '/=> \// {print $3}' | sort -u); do

@@ -14,6 +14,9 @@ export KILN_TEST_BACKEND_PATH="$B/lib/libkiln_test_backend.so"
 nvidia-smi -L
 "$B/bin/kiln_cuda_tests" > "$OUT/kiln_cuda_tests.log" 2>&1
 echo "kiln_cuda_tests exit $?"
+KILN_LAUNCH_BLOCKING=1 "$B/bin/kiln_cuda_tests" --gtest_filter='CudaDeviceAssert.*' \
+  > "$OUT/launch_blocking.log" 2>&1
+echo "device-side assertion tests with KILN_LAUNCH_BLOCKING=1: exit $?"
 SHARDS=${SHARDS:-16}
 for i in $(seq 0 $((SHARDS - 1))); do
   GTEST_TOTAL_SHARDS=$SHARDS GTEST_SHARD_INDEX=$i timeout 400 "$B/bin/kiln_tests" \
@@ -31,4 +34,7 @@ echo "op table: $(grep -c '^\[       OK \]' "$OUT/op_table.log") passed," \
 grep -A3 "Failure$" "$OUT/op_table.log" | grep -v "^--$" | cut -c1-220 | head -90
 grep -h "runs through the CPU fallback on cuda" "$OUT/op_table.log" | sort -u | wc -l | xargs echo "ops through the CPU fallback:"
 [ "${BENCH:-1}" = 1 ] && timeout 200 python3 bench/cuda.py "$B/bin/cuda_bench" 2>&1 | tee "$OUT/bench.log"
+[ "${VARIANTS:-1}" = 1 ] && timeout 120 "$B/bin/cuda_pointwise_variants" 2>&1 | tee "$OUT/variants.log"
+grep -h -A4 "Failure$" "$OUT/kiln_cuda_tests.log" "$OUT/launch_blocking.log" | cut -c1-300 | head -60
+tail -3 "$OUT/launch_blocking.log"
 tail -5 "$OUT/kiln_cuda_tests.log"

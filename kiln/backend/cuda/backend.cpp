@@ -1,5 +1,7 @@
 #include "kiln/backend/cuda/backend.h"
 
+#include "kiln/backend/cuda/device_assert.h"
+#include "kiln/backend/cuda/graphs.h"
 #include "kiln/backend/cuda/runtime.h"
 #include "kiln/core/error.h"
 
@@ -63,7 +65,7 @@ void* CudaBackend::allocate(size_t nbytes) {
   KILN_CHECK(device_count_ > 0,
              "cuda: no CUDA device is available (cudaGetDeviceCount found none)");
   const int d = detail::current_device();
-  void* p = device_allocator(d).allocate(nbytes, detail::current_stream());
+  void* p = device_allocator(d).allocate(nbytes, allocation_key(detail::current_stream()));
   if (p) {
     std::lock_guard<std::mutex> lock(owners_mutex_);
     owners_[p] = d;
@@ -88,15 +90,25 @@ void CudaBackend::copy_bytes(void* dst, Device dst_device, const void* src, Devi
                              size_t nbytes) {
   if (nbytes == 0) return;
   const cudaStream_t stream = detail::current_stream();
+  KILN_CHECK(!capturing(stream),
+             "cuda: a copy between the host and the device cannot be captured into a CUDA graph "
+             "(it waits for the device: item(), cpu(), to(kCUDA) of host data, or an op that runs "
+             "through the CPU fallback; see kiln::cpu_fallback_ops()). Move it out of the "
+             "captured region.");
   detail::check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, stream),
                 "cuda: cudaMemcpyAsync");
-  (void)src_device;
-  if (dst_device.is_cpu()) detail::check(cudaStreamSynchronize(stream), "cuda: copy to the host");
+  if (!dst_device.is_cpu()) return;
+  detail::check(cudaStreamSynchronize(stream), "cuda: copy to the host");
+  check_device_asserts(src_device.has_index() ? src_device.index() : detail::current_device());
 }
 
 void CudaBackend::synchronize(int index) {
   DeviceIndexGuard on(Device(kCUDA, index));
+  KILN_CHECK(!capturing(detail::current_stream()),
+             "cuda::synchronize: cannot wait for the device while a CUDA graph is being captured "
+             "on the current stream");
   detail::check(cudaDeviceSynchronize(), "cuda: synchronize");
+  check_device_asserts(index);
 }
 
 CudaBackend& backend() {

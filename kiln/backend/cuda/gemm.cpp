@@ -5,7 +5,9 @@
 
 #include <cublas_v2.h>
 
+#include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "kiln/backend/cuda/runtime.h"
@@ -22,14 +24,24 @@ void check_blas(cublasStatus_t s, const char* what) {
              cublasGetStatusString(s));
 }
 
+// cuBLAS's workspace: its own per stream (kernels on two streams may run at once), allocated
+// once and kept, so that products captured into a CUDA graph never allocate (cublasSetStream
+// would otherwise put back cuBLAS's default workspace).
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
 cublasHandle_t handle() {
   static std::mutex m;
   static std::vector<cublasHandle_t> handles;
+  static std::map<std::pair<int, cudaStream_t>, void*> workspaces;
   const int d = detail::current_device();
+  const cudaStream_t stream = detail::current_stream();
   std::lock_guard<std::mutex> lock(m);
   if (handles.size() <= static_cast<size_t>(d)) handles.resize(d + 1, nullptr);
   if (!handles[d]) check_blas(cublasCreate(&handles[d]), "cuda: cublasCreate");
-  check_blas(cublasSetStream(handles[d], detail::current_stream()), "cuda: cublasSetStream");
+  check_blas(cublasSetStream(handles[d], stream), "cuda: cublasSetStream");
+  void*& ws = workspaces[{d, stream}];
+  if (!ws) detail::check(cudaMalloc(&ws, kWorkspaceBytes), "cuda: cuBLAS workspace");
+  check_blas(cublasSetWorkspace(handles[d], ws, kWorkspaceBytes), "cuda: cublasSetWorkspace");
   return handles[d];
 }
 

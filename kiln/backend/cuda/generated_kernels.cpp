@@ -1,5 +1,7 @@
 #include "kiln/backend/cuda/generated_kernels.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <mutex>
 #include <unordered_map>
 
@@ -66,5 +68,24 @@ cudaKernel_t generated_kernel(int dev, const std::string& name,
 }
 
 int multiprocessors(int dev) { return device_info(dev).sms; }
+
+int resident_blocks(cudaKernel_t fn, unsigned threads) {
+  static std::mutex mu;
+  static auto* known = new std::unordered_map<std::string, int>();
+  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(fn)) + "|" +
+                          std::to_string(threads) + "|" + std::to_string(detail::current_device());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known->find(key); it != known->end()) return it->second;
+  }
+  int blocks = 0;
+  detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &blocks, reinterpret_cast<const void*>(fn), static_cast<int>(threads), 0),
+                "cuda: cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  blocks = std::max(blocks, 1);
+  std::lock_guard<std::mutex> lock(mu);
+  known->emplace(key, blocks);
+  return blocks;
+}
 
 }  // namespace kiln::cuda

@@ -17,4 +17,8 @@ cudaKernel_t generated_kernel(int dev, const std::string& name,
 // The device's multiprocessor count (what launch sizes are chosen by).
 int multiprocessors(int dev);
 
+// How many blocks of `threads` (and no dynamic shared memory) of `fn` fit on one multiprocessor
+// at once (its registers decide), on the current device; at least 1.
+int resident_blocks(cudaKernel_t fn, unsigned threads);
+
 }  // namespace kiln::cuda

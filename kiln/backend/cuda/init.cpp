@@ -2,8 +2,11 @@
 #include <mutex>
 
 #include "kiln/backend/cuda/backend.h"
+#include "kiln/backend/cuda/composite.h"
 #include "kiln/backend/cuda/copy.h"
 #include "kiln/backend/cuda/gemm.h"
+#include "kiln/backend/cuda/index.h"
+#include "kiln/backend/cuda/norm.h"
 #include "kiln/backend/cuda/pointwise_kernel.h"
 #include "kiln/backend/cuda/reduce.h"
 #include "kiln/core/cuda_hooks.h"
@@ -19,5 +22,8 @@ extern "C" __attribute__((visibility("default"))) void kiln_device_backend_init(
     kiln::cuda::register_copy_kernels();  // after the pointwise kernels: _to_copy has one too
     kiln::cuda::register_gemm_kernels();
     kiln::cuda::register_reduce_kernels();
+    kiln::cuda::register_index_kernels();
+    kiln::cuda::register_norm_kernels();
+    kiln::cuda::register_composite_kernels();
   });
 }

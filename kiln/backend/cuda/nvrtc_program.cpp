@@ -106,24 +106,28 @@ void check(nvrtcResult r, const char* what) {
   KILN_CHECK(r == NVRTC_SUCCESS, "cuda: ", what, ": ", nvrtcGetErrorString(r));
 }
 
-std::vector<std::string> options(const std::string& arch) {
+std::vector<std::string> options(const std::string& arch, bool contract_fma) {
   // -pch: NVRTC keeps the parsed headers (every kernel's first lines) for the process's later
   // compiles, which then take tens of milliseconds instead of half a second.
-  std::vector<std::string> o = {"-std=c++20",   "-arch=" + arch, "-default-device",
-                                "--fmad=false", "-pch",          "--pch-messages=false"};
+  std::vector<std::string> o = {"-std=c++20",
+                                "-arch=" + arch,
+                                "-default-device",
+                                contract_fma ? "--fmad=true" : "--fmad=false",
+                                "-pch",
+                                "--pch-messages=false"};
   for (const auto& d : include_dirs()) o.push_back("-I" + d);
   return o;
 }
 
 // What, besides the source, decides the PTX.
-std::string identity(const std::string& arch) {
+std::string identity(const std::string& arch, bool contract_fma) {
   static const uint64_t header_hash = [] {
     uint64_t h = fnv1a("");
     for (const auto& e : headers()) h = fnv1a(e.text, fnv1a(e.name, h));
     return h;
   }();
   std::string id = arch + "\nnvrtc " + std::to_string(nvrtc_version()) + "\n" + hex(header_hash);
-  for (const auto& o : options(arch)) id += "\n" + o;
+  for (const auto& o : options(arch, contract_fma)) id += "\n" + o;
   return id;
 }
 
@@ -178,7 +182,7 @@ void write_entry(const fs::path& path, const std::string& ptx) {
 }
 
 std::string nvrtc_compile(const std::string& source, const std::string& name,
-                          const std::string& arch) {
+                          const std::string& arch, bool contract_fma) {
   const auto& hs = headers();
   std::vector<const char*> texts, names;
   for (const auto& h : hs) {
@@ -193,7 +197,7 @@ std::string nvrtc_compile(const std::string& source, const std::string& name,
     nvrtcProgram& p;
     ~Destroy() { nvrtcDestroyProgram(&p); }
   } destroy{prog};
-  const std::vector<std::string> opts = options(arch);
+  const std::vector<std::string> opts = options(arch, contract_fma);
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
   const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
@@ -258,9 +262,9 @@ void clear_ptx_memory_cache() {
 }
 
 std::string compile_to_ptx(const std::string& source, const std::string& name,
-                           const std::string& arch) {
+                           const std::string& arch, bool contract_fma) {
   Cache& c = cache();
-  const std::string mem_key = arch + '\n' + source;
+  const std::string mem_key = arch + (contract_fma ? "\nfma\n" : "\n") + source;
   auto lookup = [&]() -> std::optional<std::string> {
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.ptx.find(mem_key);
@@ -272,7 +276,7 @@ std::string compile_to_ptx(const std::string& source, const std::string& name,
   std::lock_guard<std::mutex> build(c.build_mu);
   if (auto p = lookup()) return *p;  // compiled while this thread waited
 
-  const std::string id = identity(arch);
+  const std::string id = identity(arch, contract_fma);
   const std::string key = hex(fnv1a(source, fnv1a(id))) + hex(fnv1a(id, fnv1a(source)));
   const fs::path path = fs::path(ptx_cache_dir()) / (key + ".ptx");
   std::string ptx = read_entry(path);
@@ -280,7 +284,7 @@ std::string compile_to_ptx(const std::string& source, const std::string& name,
     std::lock_guard<std::mutex> lock(c.mu);
     ++c.stats.disk_hits;
   } else {
-    ptx = nvrtc_compile(source, name, arch);
+    ptx = nvrtc_compile(source, name, arch, contract_fma);
     {
       std::lock_guard<std::mutex> lock(c.mu);
       ++c.stats.compiles;

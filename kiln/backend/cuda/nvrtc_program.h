@@ -22,8 +22,10 @@ namespace kiln::cuda {
 
 // The PTX of `source` for virtual architecture `arch` ("compute_90"); `name` names the program
 // in NVRTC's messages. A failed compile is a kiln::Error carrying NVRTC's log and the source.
+// contract_fma lets NVRTC fuse a * b + c into one rounding (--fmad=true, nvcc's default): faster
+// for arithmetic-heavy kernels, no longer bit-identical to the CPU's separate roundings.
 std::string compile_to_ptx(const std::string& source, const std::string& name,
-                           const std::string& arch);
+                           const std::string& arch, bool contract_fma = false);
 
 // "compute_XY" for a device of compute capability major.minor: the newest architecture this
 // NVRTC supports that the device runs (the driver compiles the PTX for the device itself).

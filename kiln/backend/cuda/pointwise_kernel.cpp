@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "kiln/backend/cuda/device_assert.h"
 #include "kiln/backend/cuda/generated_kernels.h"
 #include "kiln/backend/cuda/pointwise_source.h"
 #include "kiln/backend/cuda/runtime.h"
@@ -163,7 +164,11 @@ bool run_pointwise(const OpDef& op, const std::vector<Tensor>& in, std::vector<T
                       : "-") +
            ",";
   }
-  sig += "|" + std::to_string(static_cast<int>(y.dtype())) + "|" + std::to_string(ndim);
+  bool dense = ndim <= 1;
+  for (size_t k = 0; k <= n && ndim == 1; ++k)
+    if (k == 0 || (read[k - 1] && !host[k - 1])) dense = dense && g.strides[k][0] == 1;
+  sig += "|" + std::to_string(static_cast<int>(y.dtype())) + "|" + std::to_string(ndim) +
+         (dense ? "d" : "");
 
   // The kernel's argument (Note [Pointwise kernel ABI]) as 8-byte words.
   std::vector<uint64_t> words;
@@ -187,15 +192,14 @@ bool run_pointwise(const OpDef& op, const std::vector<Tensor>& in, std::vector<T
 
   DeviceScope scope(dev);
   const std::string name = "kiln_pointwise_" + compiler::hex(compiler::fnv1a(sig));
-  const cudaKernel_t fn = generated_kernel(
-      dev, name, [&] { return pointwise_source(*expr, dtypes, y.dtype(), ndim, name, host); });
+  const cudaKernel_t fn = generated_kernel(dev, name, [&] {
+    return pointwise_source(*expr, dtypes, y.dtype(), ndim, name, host, dense);
+  });
   const int64_t blocks = (y.numel() + kThreads - 1) / kThreads;
-  const int64_t resident = int64_t{multiprocessors(dev)} * (2048 / kThreads);
+  const int64_t resident = int64_t{multiprocessors(dev)} * resident_blocks(fn, kThreads);
   void* params[] = {words.data()};
-  const cudaError_t err = cudaLaunchKernel(reinterpret_cast<const void*>(fn),
-                                           dim3(static_cast<unsigned>(std::min(blocks, resident))),
-                                           dim3(kThreads), params, 0, detail::current_stream());
-  if (err != cudaSuccess) detail::check(err, (op.name + ": launching its CUDA kernel").c_str());
+  launch_kernel(op.name, fn, dim3(static_cast<unsigned>(std::min(blocks, resident))),
+                dim3(kThreads), params);
   return true;
 }
 

@@ -10,7 +10,17 @@ namespace {
 
 using lowering::Expr;
 
-constexpr int kUnroll = 4;
+// Elements per thread in kernels over at most one dim: enough that each thread has about
+// kBytesInFlight of loads issued before it computes, between 4 and 16. On the H100 more only
+// cost registers, so fewer threads stayed resident (bench/RESULTS-cuda.md, "Pointwise kernel
+// variants": bfloat16 gelu at 16 per thread 175 us, at 8 or 4 159 us).
+constexpr int kBytesInFlight = 16;
+
+int unroll_for(size_t bytes_loaded_per_element) {
+  int u = 4;
+  while (u < 16 && static_cast<size_t>(u) * bytes_loaded_per_element < kBytesInFlight) u *= 2;
+  return u;
+}
 
 using compiler::compute_type;
 using compiler::convert;
@@ -118,11 +128,11 @@ void emit_loop(std::ostream& os, const std::vector<int>& tensors, int ndim,
 }
 
 // The unrolled grid-stride loop of a kernel over at most one dim (pointwise_source).
-void emit_unrolled_loop(std::ostream& os, const std::string& body) {
+void emit_unrolled_loop(std::ostream& os, int unroll, const std::string& body) {
   os << "    const I n = static_cast<I>(args.numel);\n"
      << "    const I block = static_cast<I>(blockDim.x);\n"
-     << "    const I step = block * static_cast<I>(gridDim.x) * " << kUnroll << ";\n"
-     << "    for (I base = static_cast<I>(blockIdx.x) * block * " << kUnroll
+     << "    const I step = block * static_cast<I>(gridDim.x) * " << unroll << ";\n"
+     << "    for (I base = static_cast<I>(blockIdx.x) * block * " << unroll
      << " + static_cast<I>(threadIdx.x); base < n; base += step) {\n"
      << body << "    }\n";
 }
@@ -149,7 +159,9 @@ std::string pointwise_structure(const Expr& out) {
 
 std::string pointwise_source(const Expr& out, const std::vector<ScalarType>& input_dtypes,
                              ScalarType output_dtype, int ndim, std::string kernel_name,
-                             const std::vector<bool>& host_scalars) {
+                             const std::vector<bool>& host_scalars, bool dense, int unroll) {
+  KILN_CHECK(!dense || ndim <= 1, "cuda: internal error: a dense pointwise kernel over ", ndim,
+             " dims");
   const size_t n = input_dtypes.size();
   KILN_CHECK(ndim >= 0 && ndim <= kMaxPointwiseDims, "cuda: pointwise kernels take 0 to ",
              kMaxPointwiseDims, " dims, not ", ndim);
@@ -227,28 +239,37 @@ std::string pointwise_source(const Expr& out, const std::vector<ScalarType>& inp
      << "  if (args.numel <= 0x7fffffff) {\n"
      << "    using I = unsigned int;\n";
   if (ndim <= 1) {
-    // Contiguous or one strided dim: kUnroll elements per thread, all loaded before any is
-    // computed, so each thread keeps several loads in flight (16-bit dtypes need it to reach
-    // the memory's bandwidth); consecutive threads still read consecutive elements.
+    // Contiguous or one strided dim: several elements per thread, all loaded before any is
+    // computed, so each thread keeps several loads in flight (narrow dtypes need more of them
+    // to reach the memory's bandwidth); consecutive threads still read consecutive elements.
+    size_t loaded = 0;
+    for (size_t k = 0; k < n; ++k)
+      if (read[k] && !is_host(k)) loaded += element_size(input_dtypes[k]);
+    if (unroll <= 0) unroll = unroll_for(loaded ? loaded : element_size(output_dtype));
     std::string unrolled = scalar_loads;
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < unroll; ++u) {
       const std::string su = std::string("_") + std::to_string(u);
       unrolled += "      const I i" + su + std::string(" = base + ") + std::to_string(u) +
                   " * block;\n      const bool ok" + su + " = i" + su + " < n;\n";
-      for (int k : tensors)
-        unrolled += std::string("      const int64_t o") + std::to_string(k) + su + " = " +
-                    (ndim == 1 ? "static_cast<int64_t>(i" + su + ") * args.strides[" +
-                                     std::to_string(k) + "][0]"
-                               : std::string("0")) +
-                    ";\n";
+      for (int k : tensors) {
+        const std::string o = "o" + std::to_string(k) + su;
+        if (dense)  // 32-bit offsets, no multiply: fewer registers, so more threads resident
+          unrolled += "      const I " + o + " = i" + su + ";\n";
+        else
+          unrolled += "      const int64_t " + o + " = " +
+                      (ndim == 1 ? "static_cast<int64_t>(i" + su + ") * args.strides[" +
+                                       std::to_string(k) + "][0]"
+                                 : std::string("0")) +
+                      ";\n";
+      }
     }
-    for (int u = 0; u < kUnroll; ++u)
+    for (int u = 0; u < unroll; ++u)
       unrolled += tensor_loads(std::string("_") + std::to_string(u), true);
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < unroll; ++u) {
       const std::string su = std::string("_") + std::to_string(u);
       unrolled += "      if (ok" + su + ") {\n" + compute_store(su) + "      }\n";
     }
-    emit_unrolled_loop(os, unrolled);
+    emit_unrolled_loop(os, unroll, unrolled);
   } else {
     emit_loop(os, tensors, ndim, body);
   }

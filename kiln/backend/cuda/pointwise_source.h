@@ -40,9 +40,13 @@ constexpr int kMaxPointwiseDims = 8;
 // The kernel computing `out` (an expression over inputs of `input_dtypes`; Undefined for inputs
 // it does not read) into an output of `output_dtype` with `ndim` (0..8) dims. host_scalars[k]
 // (empty: none) says input k is read from TensorArgs::scalars.
+// dense: every tensor operand steps by one element along the (at most one) dim, so offsets are
+// the element's index. unroll: elements per thread of a kernel over at most one dim (0: enough
+// for about 32 bytes of loads in flight per thread, from 4 to 16).
 std::string pointwise_source(const lowering::Expr& out, const std::vector<ScalarType>& input_dtypes,
                              ScalarType output_dtype, int ndim, std::string kernel_name,
-                             const std::vector<bool>& host_scalars = {});
+                             const std::vector<bool>& host_scalars = {}, bool dense = false,
+                             int unroll = 0);
 
 // The expression's constants and functor parameters in the order the kernel reads them.
 std::vector<double> pointwise_constants(const lowering::Expr& out);

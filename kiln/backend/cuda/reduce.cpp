@@ -6,12 +6,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kiln/backend/cuda/device_assert.h"
 #include "kiln/backend/cuda/generated_kernels.h"
 #include "kiln/backend/cuda/nvrtc_program.h"
+#include "kiln/backend/cuda/op_util.h"
 #include "kiln/backend/cuda/pointwise_kernel.h"
 #include "kiln/backend/cuda/runtime.h"
 #include "kiln/compile/codegen/c_types.h"
-#include "kiln/core/cpu_fallback.h"
 #include "kiln/core/error.h"
 #include "kiln/core/grad_mode.h"
 #include "kiln/ops/ops.h"
@@ -249,10 +250,6 @@ cudaKernel_t load_kernel(int dev, ReduceKind kind, ScalarType in, ScalarType out
   return generated_kernel(dev, name, [&] { return reduce_source(kind, in, out, name); });
 }
 
-int device_of(const Tensor& t) {
-  return t.device().has_index() ? t.device().index() : detail::current_device();
-}
-
 // Lanes per row: 1 to 32 for rows of up to kGroupMaxLen elements, else 0 (a block per row).
 int group_for(int64_t len) {
   if (len > kGroupMaxLen) return 0;
@@ -270,12 +267,8 @@ unsigned grid_for(int64_t rows, int group, int sms) {
 }
 
 void launch(const OpDef& op, cudaKernel_t fn, int64_t rows, int group, int sms, void** params) {
-  const std::string what = op.name + ": launching its CUDA kernel";
-  detail::check(
-      cudaLaunchKernel(reinterpret_cast<const void*>(fn), dim3(grid_for(rows, group, sms)),
-                       dim3(group == 0 ? kBlockThreads : kGroupThreads), params, 0,
-                       detail::current_stream()),
-      what.c_str());
+  launch_kernel(op.name, fn, dim3(grid_for(rows, group, sms)),
+                dim3(group == 0 ? kBlockThreads : kGroupThreads), params);
 }
 
 // y (contiguous, rows elements) = the reduction of x (contiguous [rows, len]), both of dtype dt.
@@ -320,11 +313,6 @@ void copy_into(const Tensor& y, const Tensor& src) {
   if (!run_pointwise(clone, {src}, outs, {})) y.copy_(src);
 }
 
-void fallback(const OpDef& op, const std::vector<Tensor>& in, std::vector<Tensor>& out,
-              const Attrs& attrs) {
-  run_on_cpu(op, Device(kCUDA, detail::current_device()), in, out, attrs);
-}
-
 // Empty inputs keep the CPU's results and messages; other dtypes have no kernel here.
 bool runs_natively(ReduceKind kind, const Tensor& self, const Tensor& y) {
   return self.is_cuda() && y.is_cuda() && self.numel() > 0 &&
@@ -340,7 +328,7 @@ KernelFn reduce_kernel(const OpDef& op, ReduceKind kind, bool has_dims) {
     const Tensor& self = in[0];
     const Tensor& y = out[0];
     const ScalarType dt = y.dtype();
-    if (!runs_natively(kind, self, y)) return fallback(*p, in, out, attrs);
+    if (!runs_natively(kind, self, y)) return cpu_fallback(*p, in, out, attrs);
     const int64_t nd = self.dim();
     const std::vector<int64_t> listed = has_dims ? attrs.ints(0) : std::vector<int64_t>{};
     std::vector<bool> reduced(nd, listed.empty());
@@ -375,7 +363,7 @@ KernelFn softmax_kernel(const OpDef& op, ReduceKind kind) {
     const Tensor& self = in[0];
     const Tensor& y = out[0];
     const ScalarType dt = y.dtype();
-    if (!runs_natively(kind, self, y)) return fallback(*p, in, out, attrs);
+    if (!runs_natively(kind, self, y)) return cpu_fallback(*p, in, out, attrs);
     const int64_t nd = self.dim();
     const int64_t dim = nd == 0 ? 0 : (attrs.i(0) < 0 ? attrs.i(0) + nd : attrs.i(0));
     std::vector<int64_t> perm, inverse(nd);
