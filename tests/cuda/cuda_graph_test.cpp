@@ -2,26 +2,20 @@
 // event timing, and graphs captured and replayed against eager results (a pointwise and GEMM
 // function, a forward and backward pass), their private memory, and the errors for what cannot
 // be captured. Every test skips with its reason where no CUDA device is present.
-#include <gtest/gtest.h>
-
-#include "kiln/kiln.h"
+#include "tests/cuda/cuda_test_util.h"
 
 namespace kiln {
 namespace {
 
-#define REQUIRE_GPU()                                              \
-  if (!cuda::is_available())                                       \
-  GTEST_SKIP() << "no CUDA device (kiln::cuda::is_available() is " \
-                  "false)"
+using testing::error_of;
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+TEST(CudaStream, WithoutAGpuEveryCallSaysSo) {
+  if (cuda::is_available()) GTEST_SKIP() << "a CUDA device is present";
+  for (const std::string& e :
+       {error_of([] { cuda::current_stream(); }), error_of([] { cuda::stream_from_pool(); }),
+        error_of([] { cuda::CUDAGraph g; }), error_of([] { cuda::Event().record(); })})
+    EXPECT_NE(e.find("no CUDA device is available (is_available() is false)"), std::string::npos)
+        << e;
 }
 
 TEST(CudaStream, AGuardMakesASideStreamCurrentAndEventsOrderAndTimeTheWork) {

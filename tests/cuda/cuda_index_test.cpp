@@ -2,43 +2,19 @@
 // against the CPU, and device-side assertions: a bad index raises a kiln::Error at the next
 // synchronisation, naming the op and the kernel, and the device stays usable. Every test skips
 // with its reason where no CUDA device is present.
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 #include <functional>
 
-#include "kiln/core/cpu_fallback.h"
-#include "kiln/kiln.h"
+#include "tests/cuda/cuda_test_util.h"
 
 namespace kiln {
 namespace {
 
-#define REQUIRE_GPU()                                              \
-  if (!cuda::is_available())                                       \
-  GTEST_SKIP() << "no CUDA device (kiln::cuda::is_available() is " \
-                  "false)"
-
-// The message of the kiln::Error f throws ("" when it throws none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using testing::error_of;
+using testing::has;
 
 void expect_native(std::initializer_list<const char*> ops) {
-  const std::vector<std::string> fell_back = cpu_fallback_ops();
-  for (const char* op : ops)
-    EXPECT_EQ(std::find(fell_back.begin(), fell_back.end(), std::string(op) + " on cuda"),
-              fell_back.end())
-        << op << " fell back";
+  for (const char* op : ops) EXPECT_FALSE(testing::fell_back(op)) << op << " fell back";
 }
 
 bool launch_blocking() {

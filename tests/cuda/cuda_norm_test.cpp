@@ -1,11 +1,8 @@
 // layer_norm and rms_norm with their backward on a GPU, at a transformer's sizes, against the
 // CPU (skipped with its reason where no CUDA device is present), and their kernels' sources.
-#include <gtest/gtest.h>
-
 #include "kiln/backend/cuda/norm.h"
 #include "kiln/backend/cuda/nvrtc_program.h"
-#include "kiln/core/cpu_fallback.h"
-#include "kiln/kiln.h"
+#include "tests/cuda/cuda_test_util.h"
 
 namespace kiln {
 namespace {
@@ -31,7 +28,7 @@ TEST(CudaNormSource, EveryVariantCompiles) {
 }
 
 TEST(CudaNorm, LayerNormAndRmsNormMatchTheCpuWithGradients) {
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device (kiln::cuda::is_available() is false)";
+  REQUIRE_GPU();
   manual_seed(9);
   for (ScalarType dt : {kFloat32, kBFloat16}) {
     SCOPED_TRACE(dtype_name(dt));
@@ -59,11 +56,8 @@ TEST(CudaNorm, LayerNormAndRmsNormMatchTheCpuWithGradients) {
       }
     }
   }
-  const std::vector<std::string> fell_back = cpu_fallback_ops();
   for (const char* op : {"layer_norm", "rms_norm", "layer_norm_backward", "rms_norm_backward"})
-    EXPECT_EQ(std::find(fell_back.begin(), fell_back.end(), std::string(op) + " on cuda"),
-              fell_back.end())
-        << op << " fell back";
+    EXPECT_FALSE(testing::fell_back(op)) << op << " fell back";
 }
 
 }  // namespace

@@ -5,13 +5,10 @@
 #include "kiln/core/cpu_fallback.h"
 #include "kiln/core/device_backend.h"
 #include "kiln/kiln.h"
+#include "tests/cuda/cuda_test_util.h"
 
 namespace kiln {
 namespace {
-
-#define REQUIRE_GPU()                                                                         \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device (kiln::cuda::is_available() is " \
-                                             "false)"
 
 TEST(CudaBackend, LoadsThroughAutoloadAndAnswersWithoutAGpu) {
   // The backend library is found beside libkiln.so (build/kiln/backends) and loads everywhere;
@@ -74,8 +71,8 @@ TEST(CudaBackend, ReductionsAndSoftmaxMatchTheCpuAtEverySize) {
   manual_seed(2);
   // Short rows (lane groups), long rows (a block each), few very long rows (split over blocks),
   // reduced dims that are not last, and 16-bit inputs.
-  for (std::vector<int64_t> shape : {std::vector<int64_t>{1 << 22}, {3, 20000}, {4096, 7},
-                                     {33, 1500}, {8, 64, 130}}) {
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{1 << 22}, {3, 20000}, {4096, 7}, {33, 1500}, {8, 64, 130}}) {
     SCOPED_TRACE(::testing::PrintToString(shape));
     Tensor x = randn(shape), g = x.cuda();
     const int64_t last = static_cast<int64_t>(shape.size()) - 1;
@@ -86,8 +83,8 @@ TEST(CudaBackend, ReductionsAndSoftmaxMatchTheCpuAtEverySize) {
     EXPECT_TRUE(allclose(softmax(g, last).cpu(), softmax(x, last), 1e-6, 1e-5));
     EXPECT_TRUE(allclose(log_softmax(g, 0).cpu(), log_softmax(x, 0), 1e-5, 1e-5));
     Tensor h = x.to(kBFloat16);
-    EXPECT_TRUE(allclose(h.cuda().sum(last).cpu().to(kFloat32), h.sum(last).to(kFloat32), 1e-2,
-                         2e-2));
+    EXPECT_TRUE(
+        allclose(h.cuda().sum(last).cpu().to(kFloat32), h.sum(last).to(kFloat32), 1e-2, 2e-2));
   }
   auto ops = cpu_fallback_ops();
   for (const char* native : {"sum on cuda", "mean on cuda", "amax on cuda", "amin on cuda",

@@ -2,11 +2,8 @@
 // through the sdpa math path, GELU MLPs, cross-entropy, AdamW) takes the same steps as on the
 // CPU, and no op of its training step takes the CPU fallback. Skips with its reason where no
 // CUDA device is present.
-#include <gtest/gtest.h>
-
 #include "examples/gpt/model.h"
-#include "kiln/core/cpu_fallback.h"
-#include "kiln/kiln.h"
+#include "tests/cuda/cuda_test_util.h"
 
 namespace kiln {
 namespace {
@@ -37,7 +34,7 @@ std::vector<double> train(Device device, int steps) {
 }
 
 TEST(CudaTraining, TheDemoGptTrainsAsOnTheCpuWithoutTheFallback) {
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device (kiln::cuda::is_available() is false)";
+  REQUIRE_GPU();
   const std::vector<double> cpu = train(Device(kCPU), 5);
   const std::vector<std::string> before = cpu_fallback_ops();
   const std::vector<double> gpu = train(Device(kCUDA), 5);

@@ -154,8 +154,8 @@ TEST(CudaPointwiseSource, BFloat16AddLoadsAsFloatAndStoresRounded) {
   expect_compiles(g.source, g.name);
 }
 
-// Kernels over one dim load enough elements per thread to keep about 16 bytes of loads in
-// flight: 4 for float32 add and float32 gelu, 8 for bfloat16 gelu.
+// Kernels over one dim load enough elements per thread to keep about 8 bytes of loads in
+// flight: 4 for float32 add and bfloat16 gelu, 8 for a 1-byte bool input.
 TEST(CudaPointwiseSource, NarrowDtypesKeepMoreElementsInFlightPerThread) {
   auto unroll = [](const Generated& g) {
     int u = 0;
@@ -163,13 +163,13 @@ TEST(CudaPointwiseSource, NarrowDtypesKeepMoreElementsInFlightPerThread) {
     return u;
   };
   const Generated add = generate("add", {empty({64}), empty({64})}, {Scalar(1)});
-  const Generated gelu32 = generate("gelu", {empty({64})}, {std::string("none")});
   const Generated gelu16 = generate("gelu", {empty({64}, kBFloat16)}, {std::string("none")});
+  const Generated bools = generate("logical_not", {empty({64}, kBool)});
   EXPECT_EQ(unroll(add), 4) << add.source;
-  EXPECT_EQ(unroll(gelu32), 4) << gelu32.source;
-  EXPECT_EQ(unroll(gelu16), 8) << gelu16.source;
-  EXPECT_TRUE(contains(gelu16.source, "* 8;")) << gelu16.source;
-  expect_compiles(gelu16.source, gelu16.name);
+  EXPECT_EQ(unroll(gelu16), 4) << gelu16.source;
+  EXPECT_EQ(unroll(bools), 8) << bools.source;
+  EXPECT_TRUE(contains(bools.source, "* 8;")) << bools.source;
+  expect_compiles(bools.source, bools.name);
 }
 
 TEST(CudaPointwiseSource, IntegerFloorDivide) {

@@ -1,7 +1,7 @@
 // CUDA kernels for ops whose CPU kernels write memory directly but which are simple on the
-// device: empty (nothing to do), fill_ (the pointwise copy kernel from a host scalar), arange and
-// tril/triu (small generated kernels), cat and the adjoints of non-overlapping views (copies into
-// views of the output), and the sdpa math path (its kernel is Kiln ops, so it runs as is).
+// device: empty (nothing to do), fill_ and full (the pointwise copy kernel from a host scalar),
+// arange and tril/triu (small generated kernels), cat and the adjoints of non-overlapping views
+// (copies into views of the output), and the sdpa math path (its kernel is Kiln ops).
 #include "kiln/backend/cuda/composite.h"
 
 #include "kiln/backend/cuda/device_assert.h"
@@ -55,15 +55,23 @@ void launch_over(const std::string& op, cudaKernel_t fn, int dev, int64_t n, voi
   launch_kernel(op, fn, grid_stride_blocks(dev, n, kThreads), dim3(kThreads), params);
 }
 
-void fill(const std::vector<Tensor>& in, std::vector<Tensor>&, const Attrs& a) {
+// Every element of t = value, through the copy kernel reading the value as a 0-dim host tensor
+// of t's dtype (a kernel argument); false when that kernel does not take the call.
+bool fill_with(const Tensor& t, const Scalar& value) {
   static const OpDef& clone = get_op("clone");
+  if (t.numel() == 0) return true;
+  std::vector<Tensor> out{t};
+  return run_pointwise(clone, {scalar_tensor(value, TensorOptions(t.dtype()))}, out, {});
+}
+
+// fill_(self, value) and full(size, value, dtype, device).
+void fill(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
   static const OpDef& op = get_op("fill_");
-  const Tensor& self = in[0];
-  if (self.numel() == 0) return;
-  // The value as a 0-dim host tensor of self's dtype: the copy kernel reads it as an argument.
-  std::vector<Tensor> out{self};
-  if (!run_pointwise(clone, {scalar_tensor(a.scalar(0), TensorOptions(self.dtype()))}, out, {}))
-    cpu_fallback(op, in, out, a);
+  if (!fill_with(in[0], a.scalar(0))) cpu_fallback(op, in, out, a);
+}
+void full(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
+  static const OpDef& op = get_op("full");
+  if (!fill_with(out[0], a.scalar(1))) cpu_fallback(op, in, out, a);
 }
 
 void arange(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
@@ -152,6 +160,7 @@ KernelFn view_backward(const char* forward) {
 void register_composite_kernels() {
   set_kernel("empty", kCUDA, [](const std::vector<Tensor>&, std::vector<Tensor>&, const Attrs&) {});
   set_kernel("fill_", kCUDA, fill);
+  set_kernel("full", kCUDA, full);
   set_kernel("arange", kCUDA, arange);
   set_kernel("tril", kCUDA, triangle("tril", false));
   set_kernel("triu", kCUDA, triangle("triu", true));

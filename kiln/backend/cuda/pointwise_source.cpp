@@ -13,8 +13,8 @@ using lowering::Expr;
 // Elements per thread in kernels over at most one dim: enough that each thread has about
 // kBytesInFlight of loads issued before it computes, between 4 and 16. On the H100 more only
 // cost registers, so fewer threads stayed resident (bench/RESULTS-cuda.md, "Pointwise kernel
-// variants": bfloat16 gelu at 16 per thread 175 us, at 8 or 4 159 us).
-constexpr int kBytesInFlight = 16;
+// variants": bfloat16 gelu at 4 per thread 122.6 us, at 8 125.0 us, at 16 133.9 us).
+constexpr int kBytesInFlight = 8;
 
 int unroll_for(size_t bytes_loaded_per_element) {
   int u = 4;

@@ -1,0 +1,39 @@
+#pragma once
+// What the CUDA tests share: skipping without a GPU, an error's message, and the ops that took
+// the CPU fallback.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "kiln/core/cpu_fallback.h"
+#include "kiln/kiln.h"
+
+#define REQUIRE_GPU()                \
+  if (!::kiln::cuda::is_available()) \
+  GTEST_SKIP() << "no CUDA device (kiln::cuda::is_available() is false)"
+
+namespace kiln::testing {
+
+// The message of the kiln::Error f throws ("" when it throws none).
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// Whether `op` ran through the CPU fallback on CUDA in this process.
+inline bool fell_back(const std::string& op) {
+  const std::vector<std::string> ops = cpu_fallback_ops();
+  return std::find(ops.begin(), ops.end(), op + " on cuda") != ops.end();
+}
+
+}  // namespace kiln::testing
