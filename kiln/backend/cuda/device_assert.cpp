@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kiln/backend/cuda/graphs.h"
 #include "kiln/backend/cuda/runtime.h"
 #include "kiln/core/error.h"
 
@@ -159,7 +160,7 @@ void launch_kernel(const std::string& op, cudaKernel_t fn, dim3 grid, dim3 block
   const cudaError_t err = cudaLaunchKernel(reinterpret_cast<const void*>(fn), grid, block, params,
                                            shared_bytes, stream);
   if (err != cudaSuccess) detail::check(err, (op + ": launching its CUDA kernel").c_str());
-  if (!launch_blocking()) return;
+  if (!launch_blocking() || capturing(stream)) return;  // a captured launch does not run now
   detail::check(cudaStreamSynchronize(stream),
                 (op + ": its CUDA kernel (KILN_LAUNCH_BLOCKING=1)").c_str());
   check_device_asserts(detail::current_device());
