@@ -264,12 +264,6 @@ bool gather_rows(const std::string& op, const Tensor& out, const Tensor& self,
   return true;
 }
 
-bool on_one_device(const std::vector<Tensor>& tensors) {
-  for (const Tensor& t : tensors)
-    if (!t.is_cuda() || device_of(t) != device_of(tensors[0])) return false;
-  return true;
-}
-
 // index with out's sizes, stepping through idx (0-dim or 1-D) along dim and standing still
 // along the others.
 Tensor expanded_index(const Tensor& idx, const Tensor& out, int64_t dim) {
@@ -290,7 +284,7 @@ KernelFn gather_kernel() {
     static const OpDef& op = get_op("gather");
     NoGradGuard no_grad;
     const Tensor &self = in[0], &index = in[1];
-    if (!on_one_device({self, index, out[0]}) ||
+    if (!on_device({self, index, out[0]}, device_of(out[0])) ||
         !gather("gather", as_1d(out[0]), as_1d(self), wrapped(a.i(0), self), as_1d(index)))
       cpu_fallback(op, in, out, a);
   };
@@ -303,7 +297,7 @@ KernelFn index_select_kernel() {
     const Tensor &self = in[0], &index = in[1];
     const int64_t dim = wrapped(a.i(0), self);
     const Tensor o = as_1d(out[0]);
-    if (!on_one_device({self, index, out[0]})) return cpu_fallback(op, in, out, a);
+    if (!on_device({self, index, out[0]}, device_of(out[0]))) return cpu_fallback(op, in, out, a);
     if (dim == 0 && gather_rows("index_select", o, as_1d(self), as_1d(index))) return;
     if (!gather("index_select", o, as_1d(self), dim, expanded_index(index, o, dim)))
       cpu_fallback(op, in, out, a);
@@ -314,7 +308,7 @@ KernelFn embedding_kernel() {
   return [](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
     static const OpDef& op = get_op("embedding");
     const Tensor &w = in[0], &indices = in[1];
-    if (!on_one_device({w, indices, out[0]}) || !out[0].is_contiguous())
+    if (!on_device({w, indices, out[0]}, device_of(out[0])) || !out[0].is_contiguous())
       return cpu_fallback(op, in, out, a);
     NoGradGuard no_grad;
     const int64_t k = indices.numel(), d = w.size(1);
@@ -333,7 +327,7 @@ KernelFn embedding_backward_kernel() {
     static const OpDef& op = get_op("embedding_backward");
     const Tensor &grad = in[0], &indices = in[1];
     const ScalarType dt = out[0].dtype();
-    if (!on_one_device({grad, indices, out[0]}) || a.b(2) || !is_floating_point(dt))
+    if (!on_device({grad, indices, out[0]}, device_of(out[0])) || a.b(2) || !is_floating_point(dt))
       return cpu_fallback(op, in, out, a);
     NoGradGuard no_grad;
     const int dev = device_of(out[0]);
@@ -367,9 +361,8 @@ KernelFn embedding_backward_kernel() {
 KernelFn nll_loss_kernel() {
   return [](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
     static const OpDef& op = get_op("nll_loss");
-    std::vector<Tensor> used = {in[0], in[1], out[0], out[1]};
-    if (in[2].defined()) used.push_back(in[2]);
-    if (!on_one_device(used)) return cpu_fallback(op, in, out, a);
+    if (!on_device({in[0], in[1], in[2], out[0], out[1]}, device_of(out[0])))
+      return cpu_fallback(op, in, out, a);
     NoGradGuard no_grad;
     const Tensor x = in[0].contiguous(), target = in[1].contiguous();
     const Tensor w = in[2].defined() ? in[2].contiguous() : Tensor();

@@ -150,12 +150,6 @@ Tensor result_like(const Tensor& out, ScalarType dt) {
   return empty(out.sizes(), TensorOptions(dt).device(out.device()));
 }
 
-bool on_device(const std::vector<Tensor>& ts, int dev) {
-  for (const Tensor& t : ts)
-    if (t.defined() && (!t.is_cuda() || device_of(t) != dev)) return false;
-  return true;
-}
-
 // layer_norm (in: x, w?, b?; out: y, mean, rstd) and rms_norm (in: x, w?; out: y, rstd); attrs:
 // normalized_shape, eps.
 KernelFn forward_kernel(const char* op_name, bool centered) {

@@ -12,6 +12,12 @@ int device_of(const Tensor& t) {
   return t.device().has_index() ? t.device().index() : detail::current_device();
 }
 
+bool on_device(const std::vector<Tensor>& ts, int dev) {
+  for (const Tensor& t : ts)
+    if (t.defined() && (!t.is_cuda() || device_of(t) != dev)) return false;
+  return true;
+}
+
 void cpu_fallback(const OpDef& op, const std::vector<Tensor>& in, std::vector<Tensor>& out,
                   const Attrs& attrs) {
   run_on_cpu(op, Device(kCUDA, detail::current_device()), in, out, attrs);

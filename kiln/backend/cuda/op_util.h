@@ -10,6 +10,10 @@ namespace kiln::cuda {
 // t's device index (the current device for a tensor made on "cuda").
 int device_of(const Tensor& t);
 
+// Whether every defined tensor of ts is a CUDA tensor on device dev (what a kernel needs before
+// it takes a call rather than the fallback).
+bool on_device(const std::vector<Tensor>& ts, int dev);
+
 // Runs op's CPU kernel on host copies (kiln/core/cpu_fallback.h).
 void cpu_fallback(const OpDef& op, const std::vector<Tensor>& in, std::vector<Tensor>& out,
                   const Attrs& attrs);
