@@ -1,4 +1,4 @@
-// Kiln's side of bench/cuda.py: the CUDA backend's eager speed on the cases bench/RESULTS-cuda.md
+// Kiln's side of bench/cuda_vs_torch.py: the CUDA backend's eager speed on the cases bench/RESULTS-cuda.md
 // records. Prints one line per case, "name seconds-per-call", each the median of `repeats` timed
 // runs of `inner` calls between device synchronisations, after warm-up calls (which also take
 // the NVRTC compilations and cuBLAS handle creation out of the numbers).

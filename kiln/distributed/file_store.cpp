@@ -121,7 +121,7 @@ void FileStore::read_new_records() {
     filled += got;
   }
   // Records are appended whole under the lock; a partial one at the end (a writer that died
-  // mid-write) is left unread.
+  // mid-write) is left unread, and the next append drops it.
   size_t pos = 0;
   while (filled - pos >= 5) {
     const auto kind = static_cast<RecordKind>(tail[pos]);
@@ -148,6 +148,16 @@ void FileStore::read_new_records() {
 }
 
 void FileStore::append(const std::vector<uint8_t>& record) {
+  // Writers append whole records under LOCK_EX, which the caller holds and which has just read
+  // every whole record: bytes past them are what a writer killed mid-write left. Appending after
+  // them would make the next reader take them for the start of this record.
+  struct stat info {};
+  KILN_CHECK(::fstat(fd_, &info) == 0, "FileStore: cannot stat \"", path_,
+             "\": ", error_text(errno));
+  if (static_cast<uint64_t>(info.st_size) > read_offset_)
+    KILN_CHECK(::ftruncate(fd_, static_cast<off_t>(read_offset_)) == 0,
+               "FileStore: cannot drop the partial record at the end of \"", path_,
+               "\": ", error_text(errno));
   size_t written = 0;
   while (written < record.size()) {
     const ssize_t wrote = ::write(fd_, record.data() + written, record.size() - written);

@@ -51,7 +51,8 @@ void TCPStoreServer::serve_until_stopped() {
   while (true) {
     polled.clear();
     polled.push_back({stop_read_.get(), POLLIN, 0});
-    polled.push_back({listener_.get(), POLLIN, 0});
+    if (accept_paused_until_ && Clock::now() >= *accept_paused_until_) accept_paused_until_.reset();
+    polled.push_back({listener_.get(), static_cast<short>(accept_paused_until_ ? 0 : POLLIN), 0});
     for (const auto& [fd, client] : clients_)
       polled.push_back({fd, static_cast<short>(POLLIN | (client.out.empty() ? 0 : POLLOUT)), 0});
     if (::poll(polled.data(), polled.size(), poll_timeout()) < 0) {
@@ -75,7 +76,7 @@ void TCPStoreServer::serve_until_stopped() {
 }
 
 int TCPStoreServer::poll_timeout() const {
-  std::optional<Clock::time_point> earliest;
+  std::optional<Clock::time_point> earliest = accept_paused_until_;
   for (const auto& [fd, client] : clients_)
     if (client.waiter && (!earliest || client.waiter->deadline < *earliest))
       earliest = client.waiter->deadline;
@@ -85,7 +86,14 @@ int TCPStoreServer::poll_timeout() const {
 void TCPStoreServer::accept_clients() {
   while (true) {
     const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN once the backlog is empty
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      // Out of descriptors or memory: the connection stays in the backlog, and the listener
+      // stays readable, so polling it again at once would spin. Retry after a pause instead.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+        accept_paused_until_ = Clock::now() + kAcceptRetryPause;
+      return;  // EAGAIN once the backlog is empty
+    }
     set_no_delay(fd);
     clients_[fd].fd.reset(fd);
   }

@@ -3,6 +3,7 @@
 // pipe that asks it to stop. Requests are served in order per client; a get or wait whose keys
 // are missing parks the client (no more of its requests are read) until the keys are set or its
 // deadline passes.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +18,8 @@ namespace kiln::distributed::net {
 
 class TCPStoreServer {
  public:
+  static constexpr std::chrono::milliseconds kAcceptRetryPause{50};
+
   // Listens on port of every interface (port 0: one the OS picks, see port()) and starts serving.
   explicit TCPStoreServer(uint16_t port);
   // Stops the thread; every client connection closes.
@@ -61,6 +64,8 @@ class TCPStoreServer {
   UniqueFd stop_read_, stop_write_;
   std::unordered_map<int, Client> clients_;  // by socket
   std::unordered_map<std::string, std::vector<uint8_t>> entries_;
+  // Set while accepting failed for want of descriptors (EMFILE): the listener is not polled.
+  std::optional<Clock::time_point> accept_paused_until_;
   std::thread thread_;
 };
 

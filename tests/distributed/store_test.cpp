@@ -1,17 +1,21 @@
 // The key-value stores ranks rendezvous through: TCPStore, FileStore and PrefixStore. Tests that
 // need a second process fork before any store starts a thread and bound the child in time.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -407,6 +411,46 @@ TEST(TCPStoreTest, KilledMasterProcessFailsAGet) {
   EXPECT_NE(error_of([&] { client->set("k", "v"); }), "no error");
 }
 
+// Seconds of CPU this process has used.
+double cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// With no descriptor left for accept(), a connecting client waits in the backlog: the server
+// neither spins on its readable listener nor drops the client, and serves it once one is free.
+TEST(TCPStoreTest, OutOfDescriptorsTheServerWaitsWithoutSpinning) {
+  const pid_t child = fork_child([] {
+    auto store = master();
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    int highest = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+      highest = std::max(highest, std::stoi(entry.path().filename().string()));
+    limit.rlim_cur = highest + 8;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return 10;
+    std::vector<int> fillers;  // every descriptor under the limit, but one for the client
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY)) >= 0;) fillers.push_back(fd);
+    if (errno != EMFILE || fillers.empty()) return 11;
+    ::close(fillers.back());
+    double spent = 0;
+    std::thread release([&] {
+      const double start = cpu_seconds();
+      std::this_thread::sleep_for(milliseconds(300));
+      spent = cpu_seconds() - start;
+      ::close(fillers.front());
+    });
+    auto client = worker(store->port());  // blocks until the server has accepted it
+    release.join();
+    if (spent > 0.1) return 12;
+    client->set("k", "v");
+    return store->get_string("k") == "v" ? 0 : 13;
+  });
+  EXPECT_EQ(wait_for_child(child), 0);
+}
+
 TEST(FileStoreTest, OperationsInOneProcess) {
   TempDir dir;
   FileStore store(dir.file("store"), -1, kSafeTimeout);
@@ -486,6 +530,29 @@ TEST(FileStoreTest, AddIsAtomicAcrossProcesses) {
   add_100();
   EXPECT_EQ(wait_for_child(child), 0);
   EXPECT_EQ(FileStore(path, -1, kSafeTimeout).get_string("counter"), "200");
+}
+
+// A writer killed mid-record leaves a partial record at the end of the file; the next writer
+// drops it, so that readers do not take its bytes for the start of the next record.
+TEST(FileStoreTest, APartialRecordLeftByAKilledWriterIsDropped) {
+  TempDir dir;
+  const std::string path = dir.file("store");
+  FileStore(path, -1, kSafeTimeout).set("before", "1");
+  {
+    // The start of a set record of a 100-byte key, cut off after 3 bytes of it.
+    std::FILE* file = std::fopen(path.c_str(), "ab");
+    ASSERT_NE(file, nullptr);
+    const uint8_t partial[] = {'S', 100, 0, 0, 0, 'a', 'b', 'c'};
+    std::fwrite(partial, 1, sizeof(partial), file);
+    std::fclose(file);
+  }
+  FileStore writer(path, -1, kSafeTimeout);
+  EXPECT_EQ(writer.get_string("before"), "1");
+  writer.set("after", "2");
+  FileStore reader(path, -1, kShortTimeout);
+  EXPECT_EQ(reader.get_string("before"), "1");
+  EXPECT_EQ(reader.get_string("after"), "2");
+  EXPECT_EQ(reader.num_keys(), 2);
 }
 
 TEST(FileStoreTest, LastOfNumWorkersRemovesTheFile) {

@@ -1,6 +1,6 @@
 """PyTorch's side of the CUDA backend benchmark, and the comparison (bench/RESULTS-cuda.md).
 
-    python3 bench/cuda.py path/to/build/bench/cuda_bench
+    python3 bench/cuda_vs_torch.py path/to/build/bench/cuda_bench
 
 Times the same cases as bench/cuda.cpp, the same way (median of 9 timed runs of `inner` calls
 between synchronisations, after 3 warm-up calls), on the same GPU in the same run, and prints
