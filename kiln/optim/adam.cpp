@@ -38,18 +38,31 @@ void adam_step(std::vector<OptimizerParamGroup>& groups,
         p.addcdiv_(m, vmax.sqrt().mul_(inv_sqrt_bc2).add_(eps), -step_size);
         continue;
       }
-      fused_update<3>(p, {&m, &v, &vmax},
-                      [&](auto* w, const auto* g, auto st, int64_t b, int64_t e) {
-                        auto *ma = st[0], *va = st[1], *vm = st[2];
-                        for (int64_t i = b; i < e; ++i) {
-                          const double wi = w[i] * decay;
-                          const double d = sign * g[i] + l2 * w[i];
-                          update_moments(ma[i], va[i], d, beta1, beta2);
-                          double second = va[i];
-                          if (amsgrad) second = vm[i] = std::max<double>(vm[i], va[i]);
-                          w[i] = wi - step_size * ma[i] / (std::sqrt(second) * inv_sqrt_bc2 + eps);
-                        }
-                      });
+      // In the parameter's compute dtype, as PyTorch does, so that the loops vectorise (this
+      // file is built with -fno-math-errno for the square roots).
+      fused_update<3>(
+          p, {&m, &v, &vmax}, [&]<class T>(T* w, const T* g, auto st, int64_t b, int64_t e) {
+            T *ma = st[0], *va = st[1], *vm = st[2];
+            const T c_decay = decay, c_sign = sign, c_l2 = l2, c_step = step_size, c_eps = eps;
+            const T c_bc2 = inv_sqrt_bc2, c_beta1 = 1 - beta1, c_beta2 = beta2, c_1mb2 = 1 - beta2;
+            auto update = [&](int64_t i) {
+              const T d = c_sign * g[i] + c_l2 * w[i];
+              ma[i] += c_beta1 * (d - ma[i]);
+              va[i] = c_beta2 * va[i] + c_1mb2 * d * d;
+            };
+            if (amsgrad) {
+              for (int64_t i = b; i < e; ++i) {
+                update(i);
+                vm[i] = std::max(vm[i], va[i]);
+                w[i] = w[i] * c_decay - c_step * ma[i] / (std::sqrt(vm[i]) * c_bc2 + c_eps);
+              }
+            } else {
+              for (int64_t i = b; i < e; ++i) {
+                update(i);
+                w[i] = w[i] * c_decay - c_step * ma[i] / (std::sqrt(va[i]) * c_bc2 + c_eps);
+              }
+            }
+          });
     }
   }
 }

@@ -1,0 +1,74 @@
+// Training steps with the forward compiled (kiln::compile's joint forward/backward graphs)
+// against the same steps in eager mode (Google Benchmark):
+//
+//   build/bench/compile_training
+//
+// A step is zero_grad, the forward, cross_entropy, backward and an AdamW step; only the forward
+// (and so its backward) is compiled, as torch.compile(model) does it. Cases: the demo GPT
+// (vocabulary 12, block 8, 2 layers, 4 heads, 64 channels) on [64, 8] tokens, and an MLP
+// 784-512-512-10 with ReLU on a batch of 128. bench/compile_training.py times torch eager and
+// torch.compile on the same cases; figures and commands: bench/RESULTS-compile.md.
+#include <benchmark/benchmark.h>
+
+#include "examples/gpt/model.h"
+#include "kiln/kiln.h"
+
+namespace {
+
+using kiln::Tensor;
+
+template <class Model, class Forward>
+void train_steps(benchmark::State& state, Model& model, Forward forward, const Tensor& x,
+                 const Tensor& y) {
+  kiln::optim::AdamW opt(model->parameters(), kiln::optim::AdamWOptions(1e-3));
+  for (auto _ : state) {
+    opt.zero_grad();
+    Tensor logits = forward(x);
+    Tensor loss = kiln::cross_entropy(logits.flatten(0, logits.dim() - 2), y.flatten());
+    loss.backward();
+    opt.step();
+  }
+}
+
+void BM_GptTrainStep(benchmark::State& state) {
+  kiln::manual_seed(0);
+  gpt::GPT model(gpt::Config{12, 8, 2, 4, 64, 0.0});
+  const Tensor x = kiln::randint(0, 12, {64, 8}), y = kiln::randint(0, 12, {64, 8});
+  if (state.range(0) == 0)
+    return train_steps(
+        state, model, [&](const Tensor& t) { return model(t); }, x, y);
+  auto f = kiln::compile(model);
+  train_steps(
+      state, model, [&](const Tensor& t) { return f(t); }, x, y);
+}
+
+void BM_MlpTrainStep(benchmark::State& state) {
+  namespace nn = kiln::nn;
+  kiln::manual_seed(0);
+  nn::Sequential model(nn::Linear(784, 512), nn::ReLU(), nn::Linear(512, 512), nn::ReLU(),
+                       nn::Linear(512, 10));
+  const Tensor x = kiln::randn({128, 784}), y = kiln::randint(0, 10, {128});
+  if (state.range(0) == 0)
+    return train_steps(
+        state, model, [&](const Tensor& t) { return model->forward(t); }, x, y);
+  auto f = kiln::compile(model);
+  train_steps(
+      state, model, [&](const Tensor& t) { return f(t); }, x, y);
+}
+
+}  // namespace
+
+BENCHMARK(BM_GptTrainStep)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_MlpTrainStep)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+BENCHMARK_MAIN();
