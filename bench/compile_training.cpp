@@ -6,9 +6,14 @@
 // A step is zero_grad, the forward, cross_entropy, backward and an AdamW step; only the forward
 // (and so its backward) is compiled, as torch.compile(model) does it. Cases: the demo GPT
 // (vocabulary 12, block 8, 2 layers, 4 heads, 64 channels) on [64, 8] tokens, and an MLP
-// 784-512-512-10 with ReLU on a batch of 128. bench/compile_training.py times torch eager and
-// torch.compile on the same cases; figures and commands: bench/RESULTS-compile.md.
+// 784-512-512-10 with ReLU on a batch of 128. The GPT also runs with its blocks compiled regionally
+// (block->compile()), and the cold start of an 8-block GPT compares the two ways of compiling.
+// bench/compile_training.py times torch eager and torch.compile on the same cases; figures and
+// commands: bench/RESULTS-compile.md.
 #include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
 
 #include "examples/gpt/model.h"
 #include "kiln/kiln.h"
@@ -30,16 +35,48 @@ void train_steps(benchmark::State& state, Model& model, Forward forward, const T
   }
 }
 
+// compiled: 0 eager, 1 the whole model under kiln::compile, 2 its blocks compiled regionally
+// (block->compile(); the embeddings and the output layer run eagerly).
 void BM_GptTrainStep(benchmark::State& state) {
   kiln::manual_seed(0);
   gpt::GPT model(gpt::Config{12, 8, 2, 4, 64, 0.0});
   const Tensor x = kiln::randint(0, 12, {64, 8}), y = kiln::randint(0, 12, {64, 8});
-  if (state.range(0) == 0)
+  auto eager = [&](const Tensor& t) { return model(t); };
+  if (state.range(0) == 1) {
+    auto f = kiln::compile(model);
     return train_steps(
-        state, model, [&](const Tensor& t) { return model(t); }, x, y);
-  auto f = kiln::compile(model);
-  train_steps(
-      state, model, [&](const Tensor& t) { return f(t); }, x, y);
+        state, model, [&](const Tensor& t) { return f(t); }, x, y);
+  }
+  if (state.range(0) == 2)
+    for (const auto& block : *model->blocks) block->compile();
+  train_steps(state, model, eager, x, y);
+}
+
+// The first training step of an 8-block GPT with an empty kernel cache (the C++ compiler runs):
+// regional: 0 the whole model compiled, 1 its blocks compiled regionally.
+void BM_GptColdStart(benchmark::State& state) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "kiln-bench-cold-start";
+  setenv("KILN_CACHE_DIR", dir.c_str(), 1);
+  const Tensor x = kiln::randint(0, 12, {64, 8}), y = kiln::randint(0, 12, {64, 8});
+  for (auto _ : state) {
+    state.PauseTiming();
+    kiln::compiler::reset();
+    kiln::compiler::clear_memory_cache();
+    fs::remove_all(dir / "kernels");
+    kiln::manual_seed(0);
+    gpt::GPT model(gpt::Config{12, 8, 8, 4, 64, 0.0});
+    state.ResumeTiming();
+    Tensor logits;
+    if (state.range(0) == 1) {
+      for (const auto& block : *model->blocks) block->compile();
+      logits = model(x);
+    } else {
+      logits = kiln::compile(model)(x);
+    }
+    kiln::cross_entropy(logits.flatten(0, 1), y.flatten()).backward();
+  }
+  unsetenv("KILN_CACHE_DIR");
 }
 
 void BM_MlpTrainStep(benchmark::State& state) {
@@ -62,8 +99,16 @@ BENCHMARK(BM_GptTrainStep)
     ->ArgName("compiled")
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+BENCHMARK(BM_GptColdStart)
+    ->ArgName("regional")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 BENCHMARK(BM_MlpTrainStep)
     ->ArgName("compiled")
     ->Arg(0)

@@ -53,7 +53,8 @@ Tensor GPTImpl::forward(const Tensor& idx) {
   KILN_CHECK(T <= config.block_size, "GPT: sequence of ", T, " tokens is longer than block_size ",
              config.block_size);
   Tensor x = tok(idx) + pos(arange(T, TensorOptions(kInt64).device(idx.device())));
-  for (const auto& block : *blocks) x = block->as<BlockImpl>()->forward(x);
+  // Through the holder, so that a block whose compile() was called runs compiled.
+  for (const auto& block : *blocks) x = Block(std::static_pointer_cast<BlockImpl>(block))(x);
   // The output layer shares the token embedding's weight (weight tying).
   return linear(ln_f(x), tok->weight);
 }

@@ -86,7 +86,21 @@ void CompiledFunction::reset() {
   first_sizes_.clear();
 }
 
+void CompiledFunction::set_captured_source(std::shared_ptr<CapturedSource> source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  captured_source_ = std::move(source);
+}
+
 CompiledFunction::Entry::~Entry() = default;
+
+bool CompiledFunction::captured_for(const Entry& e, std::vector<Tensor>& captured,
+                                    std::string* why) const {
+  if (!captured_source_) {
+    captured = e.graph.captured_tensors;
+    return true;
+  }
+  return captured_source_->find(e.captured_places.get(), captured, why);
+}
 
 CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args, bool training) {
   auto entry = std::make_shared<Entry>();
@@ -146,29 +160,33 @@ void CompiledFunction::compile_training(Entry& entry, Tracer& tracer,
 
 std::vector<Tensor> CompiledFunction::run(const std::shared_ptr<const Entry>& e,
                                           const std::vector<Arg>& args,
+                                          const std::vector<Tensor>& captured,
                                           const std::vector<int64_t>& symbols) const {
   std::vector<Tensor> inputs = flat_tensors(args);
   std::erase_if(inputs, [](const Tensor& t) { return !t.defined(); });
-  if (e->training) return run_training(e, std::move(inputs), symbols);
-  if (e->program) return e->program->run(inputs, symbols);
-  return replay(e->graph, inputs, symbols);
+  if (e->training) return run_training(e, std::move(inputs), captured, symbols);
+  if (e->program) return e->program->run(inputs, captured, symbols);
+  return replay(e->graph, inputs, captured, symbols);
 }
 
 std::vector<Tensor> CompiledFunction::run_training(const std::shared_ptr<const Entry>& e,
                                                    std::vector<Tensor> inputs,
+                                                   const std::vector<Tensor>& captured,
                                                    const std::vector<int64_t>& symbols) const {
   const TrainingGraphs& t = *e->training;
   std::vector<Tensor> outs;
   {
     NoGradGuard no_grad;
-    outs = e->program->run(inputs, symbols);
+    outs = e->program->run(inputs, captured, symbols);
   }
   const std::vector<Tensor> saved(outs.begin() + static_cast<std::ptrdiff_t>(t.results),
                                   outs.end());
   outs.resize(t.results);
   auto node = std::make_shared<CompiledBackward>(
       name_,
-      [e, symbols](const std::vector<Tensor>& in) { return e->backward_program->run(in, symbols); },
+      [e, symbols](const std::vector<Tensor>& in) {
+        return e->backward_program->run(in, {}, symbols);
+      },
       t.differentiable_results, t.grad_targets);
   node->ctx.save_for_backward(saved);
   std::vector<Tensor> no_gradient;
@@ -179,7 +197,7 @@ std::vector<Tensor> CompiledFunction::run_training(const std::shared_ptr<const E
       no_gradient.push_back(outs[k]);
   node->ctx.mark_non_differentiable(no_gradient);
   // The node's inputs: the arguments, then the captured tensors (grad_targets index them).
-  inputs.insert(inputs.end(), e->graph.captured_tensors.begin(), e->graph.captured_tensors.end());
+  inputs.insert(inputs.end(), captured.begin(), captured.end());
   node->finish(inputs, outs, std::vector<bool>(inputs.size(), true));
   return outs;
 }
@@ -201,12 +219,13 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
     return fn_(args);
   }
   std::vector<int64_t> symbols;
+  std::vector<Tensor> captured;
   std::string why;
   for (const auto& e : entries_) {
-    if (e->guards.check(args, e->graph.captured_tensors, symbols, &why)) {
+    if (captured_for(*e, captured, &why) && e->guards.check(args, captured, symbols, &why)) {
       std::shared_ptr<Entry> hit = e;
       lock.unlock();
-      return run(hit, args, symbols);
+      return run(hit, args, captured, symbols);
     }
   }
   if (!entries_.empty()) {
@@ -236,6 +255,8 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
     return fall_back(c.fallback, args);
   }
   ++compilations_;
+  if (captured_source_)
+    c.entry->captured_places = captured_source_->locate(c.entry->graph.captured_tensors);
   log(LogKind::Graph, "captured " + name_ + ":\n" + c.entry->graph.str());
   log(LogKind::Guards, "guards of " + name_ + ":\n" + c.entry->guards.str());
   entries_.push_back(c.entry);
@@ -243,7 +264,7 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
   KILN_CHECK(c.entry->guards.check(args, c.entry->graph.captured_tensors, symbols, &why),
              "compile: internal error: ", name_, " fails its own guard ", why);
   lock.unlock();
-  return run(c.entry, args, symbols);
+  return run(c.entry, args, c.entry->graph.captured_tensors, symbols);
 }
 
 Explanation CompiledFunction::explain(const std::vector<Arg>& args) {

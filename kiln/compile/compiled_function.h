@@ -37,6 +37,18 @@ struct Explanation {
 };
 std::ostream& operator<<(std::ostream& os, const Explanation& e);
 
+// Where a compiled function finds, on each call, the tensors its graphs captured. Without one,
+// they are the very tensors the capture saw; a regional compile (region.h) finds the calling
+// module's own parameters and buffers in their places.
+class CapturedSource {
+ public:
+  virtual ~CapturedSource() = default;
+  // Remembers, for a graph just captured, where each of its captured tensors came from.
+  virtual std::shared_ptr<const void> locate(const std::vector<Tensor>& captured) = 0;
+  // This call's tensors in those places; false, with the reason in *why, where it has none.
+  virtual bool find(const void* places, std::vector<Tensor>& out, std::string* why) = 0;
+};
+
 class CompiledFunction {
  public:
   CompiledFunction(FlatFn fn, CompileOptions options);
@@ -46,6 +58,7 @@ class CompiledFunction {
   int compilations() const;
   const std::string& name() const { return name_; }
   void reset();
+  void set_captured_source(std::shared_ptr<CapturedSource> source);
 
  private:
   struct Entry {
@@ -57,6 +70,7 @@ class CompiledFunction {
     // outputs end with the values the compiled backward reads.
     std::unique_ptr<TrainingGraphs> training;
     std::unique_ptr<CodegenProgram> backward_program;
+    std::shared_ptr<const void> captured_places;  // from captured_source_, when there is one
     ~Entry();
   };
   struct Capture {
@@ -66,10 +80,13 @@ class CompiledFunction {
   Capture capture(const std::vector<Arg>& args, bool training = true);
   // The forward and backward of a training graph (joint.h), compiled.
   void compile_training(Entry& entry, Tracer& tracer, const std::vector<Tensor>& results);
+  // This call's tensors in the places of e's captured tensors (false: it has none there).
+  bool captured_for(const Entry& e, std::vector<Tensor>& captured, std::string* why) const;
   std::vector<Tensor> run(const std::shared_ptr<const Entry>& e, const std::vector<Arg>& args,
+                          const std::vector<Tensor>& captured,
                           const std::vector<int64_t>& symbols) const;
   std::vector<Tensor> run_training(const std::shared_ptr<const Entry>& e,
-                                   std::vector<Tensor> inputs,
+                                   std::vector<Tensor> inputs, const std::vector<Tensor>& captured,
                                    const std::vector<int64_t>& symbols) const;
   std::vector<Tensor> fall_back(const std::string& reason, const std::vector<Arg>& args);
 
@@ -82,6 +99,7 @@ class CompiledFunction {
   DynamicPolicy policy_;
   std::vector<std::vector<int64_t>> first_sizes_;  // per flat tensor, at the first capture
   int compilations_ = 0;
+  std::shared_ptr<CapturedSource> captured_source_;
 };
 
 }  // namespace kiln::compiler

@@ -43,11 +43,11 @@ void run_node(const Graph& graph, const Node& n, std::vector<Tensor>& values,
   }
 }
 
-std::vector<Tensor> bind_inputs(const Graph& graph, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> bind_inputs(const Graph& graph, const std::vector<Tensor>& inputs,
+                                const std::vector<Tensor>& captured) {
   std::vector<Tensor> values(graph.values.size());
   for (size_t i = 0; i < graph.inputs.size(); ++i) values[graph.inputs[i]] = inputs.at(i);
-  for (size_t i = 0; i < graph.captured.size(); ++i)
-    values[graph.captured[i]] = graph.captured_tensors[i];
+  for (size_t i = 0; i < graph.captured.size(); ++i) values[graph.captured[i]] = captured.at(i);
   return values;
 }
 
@@ -59,8 +59,8 @@ std::vector<Tensor> graph_outputs(const Graph& graph, const std::vector<Tensor>&
 }
 
 std::vector<Tensor> replay(const Graph& graph, const std::vector<Tensor>& inputs,
-                           std::span<const int64_t> symbols) {
-  std::vector<Tensor> values = bind_inputs(graph, inputs);
+                           const std::vector<Tensor>& captured, std::span<const int64_t> symbols) {
+  std::vector<Tensor> values = bind_inputs(graph, inputs, captured);
   std::vector<Tensor> args;
   for (const Node& n : graph.nodes) run_node(graph, n, values, symbols, args);
   return graph_outputs(graph, values);

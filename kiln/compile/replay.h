@@ -10,14 +10,16 @@ namespace kiln::compiler {
 
 // The attributes with their symbolic sizes evaluated for this call.
 Attrs concrete_attrs(const Attrs& attrs, std::span<const int64_t> symbols);
-// The values of a call: graph inputs and captured tensors bound, the rest undefined.
-std::vector<Tensor> bind_inputs(const Graph& graph, const std::vector<Tensor>& inputs);
+// The values of a call: graph inputs and captured tensors (this call's, in the order of
+// graph.captured_tensors) bound, the rest undefined.
+std::vector<Tensor> bind_inputs(const Graph& graph, const std::vector<Tensor>& inputs,
+                                const std::vector<Tensor>& captured);
 // Runs node n on the eager kernels, storing its outputs in `values` (args: scratch).
 void run_node(const Graph& graph, const Node& n, std::vector<Tensor>& values,
               std::span<const int64_t> symbols, std::vector<Tensor>& args);
 std::vector<Tensor> graph_outputs(const Graph& graph, const std::vector<Tensor>& values);
 
 std::vector<Tensor> replay(const Graph& graph, const std::vector<Tensor>& inputs,
-                           std::span<const int64_t> symbols);
+                           const std::vector<Tensor>& captured, std::span<const int64_t> symbols);
 
 }  // namespace kiln::compiler

@@ -126,6 +126,13 @@ OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
 
 std::vector<Tensor> Module::buffers(bool recurse) const { return named_buffers(recurse).values(); }
 
+std::vector<std::pair<std::string, Tensor>> Module::named_tensors() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& p : named_parameters()) out.emplace_back(p.key(), p.value());
+  for (const auto& b : named_buffers()) out.emplace_back(b.key(), b.value());
+  return out;
+}
+
 std::vector<std::shared_ptr<Module>> Module::children() const { return children_.values(); }
 
 OrderedDict<std::string, std::shared_ptr<Module>> Module::named_children() const {

@@ -5,10 +5,13 @@
 // dotted paths of named_parameters() and state_dict() ("encoder.layers.0.linear1.weight").
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "kiln/compile/options.h"
 #include "kiln/core/tensor.h"
 #include "kiln/nn/ordered_dict.h"
 
@@ -114,6 +117,15 @@ class Module : public std::enable_shared_from_this<Module> {
     return dynamic_cast<M*>(this);
   }
 
+  // Regional compilation (PyTorch's module.compile()): from now on, calls through a ModuleHolder
+  // (`block(x)`) run a compiled forward that every module of this type compiled with the same
+  // options shares, reading each module's own parameters and buffers (kiln/compile/region.h).
+  // Calling impl->forward() directly still runs eagerly.
+  void compile(CompileOptions options = {}) { compile_options_ = std::move(options); }
+  const std::optional<CompileOptions>& compile_options() const { return compile_options_; }
+  // Parameters and buffers, every one, by dotted name.
+  std::vector<std::pair<std::string, Tensor>> named_tensors() const;
+
   // A deep copy, as libtorch's: new parameters and buffers with the same values and
   // requires_grad (on `device` when given), children cloned, registered names kept, the same
   // training mode. Built-in modules and those derived from Cloneable<T> have it; on any other
@@ -146,6 +158,7 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::string> non_persistent_buffers_;
   OrderedDict<std::string, std::shared_ptr<Module>> children_{"Submodule"};
   bool is_training_ = true;
+  std::optional<CompileOptions> compile_options_;
 };
 
 // libtorch's base for modules that clone themselves: Derived overrides reset(), which (re)creates

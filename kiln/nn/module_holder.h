@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "kiln/compile/region.h"
 #include "kiln/core/error.h"
 
 namespace kiln::nn {
@@ -45,8 +46,17 @@ class ModuleHolder {
   bool is_empty() const { return impl_ == nullptr; }
   explicit operator bool() const { return impl_ != nullptr; }
 
+  // forward(args...), or its regional compile once the module's compile() was called.
   template <class... Args>
   decltype(auto) operator()(Args&&... args) {
+    using Result = decltype(get()->forward(std::forward<Args>(args)...));
+    if constexpr ((compiler::RegionArg<Args> && ...) && compiler::RegionResult<Result>) {
+      if (get()->compile_options()) return call_compiled<Result, Args...>(args...);
+    } else {
+      KILN_CHECK(!get()->compile_options(), "compile(): ", get()->name(),
+                 "'s forward takes or returns types kiln::compile cannot pass (Tensor, "
+                 "std::vector<Tensor>, numbers, bool, Scalar; a Tensor, tuple or vector result)");
+    }
     return get()->forward(std::forward<Args>(args)...);
   }
   template <class Arg>
@@ -55,6 +65,24 @@ class ModuleHolder {
   }
 
  protected:
+  template <class Result, class... Args>
+  Result call_compiled(const Args&... args) {
+    std::shared_ptr<Contained> self = impl_;
+    compiler::RegionModule m;
+    m.identity = self.get();
+    m.training = self->is_training();
+    m.type = typeid(Contained);
+    m.type_name = self->name();
+    m.named_tensors = [self] { return self->named_tensors(); };
+    m.forward = [self](const std::vector<compiler::Arg>& flat) {
+      return [&]<size_t... I>(std::index_sequence<I...>) {
+        return compiler::flatten_result(self->forward(compiler::from_arg<Args>(flat.at(I))...));
+      }
+      (std::index_sequence_for<Args...>());
+    };
+    return compiler::unflatten_result<Result>(
+        compiler::call_region(m, *self->compile_options(), {compiler::to_arg(args)...}));
+  }
   static std::shared_ptr<Contained> default_construct() {
     if constexpr (std::is_default_constructible_v<Contained>) return std::make_shared<Contained>();
     return nullptr;

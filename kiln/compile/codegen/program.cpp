@@ -115,8 +115,9 @@ void CodegenProgram::run_kernel(int k, std::vector<Tensor>& values,
 }
 
 std::vector<Tensor> CodegenProgram::run(const std::vector<Tensor>& inputs,
+                                        const std::vector<Tensor>& captured,
                                         std::span<const int64_t> symbols) const {
-  std::vector<Tensor> values = bind_inputs(graph_, inputs);
+  std::vector<Tensor> values = bind_inputs(graph_, inputs, captured);
   std::vector<Tensor> args;
   for (const Step& s : schedule_.steps) {
     if (s.is_kernel)

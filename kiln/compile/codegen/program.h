@@ -15,7 +15,8 @@ class CodegenProgram {
  public:
   // Schedules, generates and builds the kernels of `graph` (which must outlive the program).
   explicit CodegenProgram(const Graph& graph);
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs,
+  // captured: this call's tensors in the places of graph.captured_tensors.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& captured,
                           std::span<const int64_t> symbols) const;
 
   const Schedule& schedule() const { return schedule_; }

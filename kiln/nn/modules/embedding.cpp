@@ -34,7 +34,7 @@ EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& options_) : options(options
       wrap_padding_idx(options.padding_idx(), options.num_embeddings(), "Embedding"));
   if (options._weight().defined()) {
     const SymShape expected{options.num_embeddings(), options.embedding_dim()};
-    KILN_CHECK(options._weight().sym_sizes() == expected, "Embedding: _weight has shape ",
+    KILN_CHECK(options._weight().sym_sizes().equals(expected), "Embedding: _weight has shape ",
                options._weight().sym_sizes(), ", expected [", options.num_embeddings(), ", ",
                options.embedding_dim(), "]");
     weight = register_parameter("weight", options._weight());
