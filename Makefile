@@ -24,7 +24,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 demo: build
-	$(BUILD)/examples/demo
+	$(BUILD)/examples/demo $(ARGS)
 
 bench: build
 	bash bench/run.sh

@@ -6,13 +6,17 @@
 // file instead and prints samples.
 //
 //   demo [--steps N] [--digits D] [--text FILE] [--checkpoint PATH] [--resume] [--seed S] [--flex]
+//        [--compile]
 //
 // --flex runs the causal attention through flex_attention and a causal block mask instead of
-// scaled_dot_product_attention.
+// scaled_dot_product_attention. --compile trains with the model's forward (and so its backward)
+// under kiln::compile, and first prints the compile time and the speed-up over eager.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <numbers>
 #include <random>
@@ -36,6 +40,7 @@ struct Args {
   bool resume = false;
   uint64_t seed = 1337;
   bool flex = false;
+  bool compile = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -59,6 +64,8 @@ Args parse(int argc, char** argv) {
       a.seed = std::stoull(next());
     else if (!std::strcmp(argv[i], "--flex"))
       a.flex = true;
+    else if (!std::strcmp(argv[i], "--compile"))
+      a.compile = true;
     else
       KILN_FAIL("demo: unknown argument '", argv[i], "' (see the comment at the top of demo.cpp)");
   }
@@ -74,16 +81,53 @@ double lr_factor(int64_t step, int64_t total) {
   return 0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi * std::min(1.0, t)));
 }
 
+using Forward = std::function<Tensor(const Tensor&)>;
+
+// The model's forward, or with --compile its compiled forward. Compiling times the first step
+// (capture, code generation and the C++ compiler, or the kernel cache on a later run) and then
+// forward+backward on one batch, compiled and eager (no optimizer step: training is unchanged).
 template <class NextBatch>
-void train(gpt::GPT& model, optim::AdamW& opt, int64_t first_step, int64_t steps,
-           NextBatch next_batch) {
+Forward forward_of(gpt::GPT& model, bool compile, NextBatch next_batch) {
+  Forward eager = [model](const Tensor& x) mutable { return model(x); };
+  if (!compile) return eager;
+  Forward compiled = [f = kiln::compile(model)](const Tensor& x) { return f(x); };
+  model->train();
+  const auto [x, y] = next_batch();
+  auto step = [&](const Forward& forward) {
+    cross_entropy(forward(x).flatten(0, 1), y.flatten()).backward();
+    model->zero_grad();
+  };
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  auto per_step = [&](const Forward& forward) {
+    for (int i = 0; i < 3; ++i) step(forward);
+    const auto start = Clock::now();
+    for (int i = 0; i < 20; ++i) step(forward);
+    return ms_since(start) / 20;
+  };
+  const auto start = Clock::now();
+  step(compiled);
+  const double first = ms_since(start);
+  const double eager_ms = per_step(eager), compiled_ms = per_step(compiled);
+  std::printf(
+      "kiln::compile: first step %.0f ms (capture, code generation, C++ compiler or kernel "
+      "cache); forward+backward %.2f ms compiled, %.2f ms eager: %.2fx speed-up\n",
+      first, compiled_ms, eager_ms, eager_ms / compiled_ms);
+  return compiled;
+}
+
+template <class NextBatch>
+void train(gpt::GPT& model, const Forward& forward, optim::AdamW& opt, int64_t first_step,
+           int64_t steps, NextBatch next_batch) {
   model->train();
   optim::LambdaLR schedule(opt, [steps](int64_t s) { return lr_factor(s, steps); });
   schedule.step(first_step);
   gpt::Progress progress(first_step, steps);
   for (int64_t step = first_step; step < steps; ++step) {
     auto [x, y] = next_batch();
-    Tensor logits = model(x);
+    Tensor logits = forward(x);
     Tensor loss = cross_entropy(logits.flatten(0, 1), y.flatten());
     opt.zero_grad();
     loss.backward();
@@ -118,7 +162,9 @@ int run_addition(const Args& args) {
       args.digits, static_cast<long long>(task.train_size()),
       static_cast<long long>(task.test_size()), static_cast<long long>(args.steps));
   std::mt19937_64 rng(args.seed + static_cast<uint64_t>(first));
-  train(model, opt, first, args.steps, [&] { return task.batch(64, rng); });
+  auto next_batch = [&] { return task.batch(64, rng); };
+  const Forward forward = forward_of(model, args.compile, next_batch);
+  train(model, forward, opt, first, args.steps, next_batch);
 
   auto [prompts, answers] = task.test_set();
   Tensor generated = model->generate(prompts, task.answer_length()).slice(1, task.prompt_length());
@@ -153,7 +199,9 @@ int run_text(const Args& args) {
     first = std::stoll(io::load_checkpoint(args.checkpoint, *model, &opt).at("step"));
   }
   std::mt19937_64 rng(args.seed + static_cast<uint64_t>(first));
-  train(model, opt, first, args.steps, [&] { return corpus.batch(32, config.block_size, rng); });
+  auto next_batch = [&] { return corpus.batch(32, config.block_size, rng); };
+  const Forward forward = forward_of(model, args.compile, next_batch);
+  train(model, forward, opt, first, args.steps, next_batch);
   manual_seed(args.seed);
   Tensor sample = model->generate(corpus.encode("\n"), 200, /*temperature=*/0.8);
   std::printf("sample:\n%s\n", corpus.decode(sample).c_str());

@@ -8,6 +8,7 @@ set -euo pipefail
 need=(
   make cmake ninja-build g++     # build tools (CMake >= 3.25, g++ >= 12)
   libopenblas-dev libdnnl-dev    # CPU matmul: OpenBLAS and oneDNN
+  libopenblas0-openmp            # OpenBLAS on Kiln's OpenMP threads (CMakeLists.txt says why)
   nlohmann-json3-dev             # JSON
   libgloo-dev                    # collectives on the CPU (kiln::distributed)
   libgtest-dev libgmock-dev      # tests

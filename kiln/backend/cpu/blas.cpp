@@ -107,7 +107,7 @@ void blas_gemm(GemmArgs g) {
     lb = blas_layout(g.k, g.n, g.b.row_stride, g.b.col_stride);
   }
   for (int64_t v : {g.m, g.n, g.k, la.ld, lb.ld, g.ldc}) check_blas_size(v, "matrix dimension");
-  sync_blas_threads();
+  sync_blas_threads(g.m * g.n * g.k);
   const T* a = static_cast<const T*>(g.a.data);
   const T* b = static_cast<const T*>(g.b.data);
   T* c = static_cast<T*>(g.c);
@@ -305,14 +305,14 @@ void dot(ScalarType dtype, int64_t n, const void* x, int64_t incx, const void* y
         incx != 0 && incy != 0 && n <= INT_MAX && incx <= INT_MAX && incy <= INT_MAX;
     if constexpr (std::is_same_v<T, float>) {
       if (blas_strides) {
-        sync_blas_threads();
+        sync_blas_threads(n);
         *o =
             cblas_sdot(static_cast<int>(n), px, static_cast<int>(incx), py, static_cast<int>(incy));
         return;
       }
     } else if constexpr (std::is_same_v<T, double>) {
       if (blas_strides) {
-        sync_blas_threads();
+        sync_blas_threads(n);
         *o =
             cblas_ddot(static_cast<int>(n), px, static_cast<int>(incx), py, static_cast<int>(incy));
         return;
@@ -333,9 +333,10 @@ void dot(ScalarType dtype, int64_t n, const void* x, int64_t incx, const void* y
   });
 }
 
-void sync_blas_threads() {
+void sync_blas_threads(int64_t work) {
   static std::atomic<int> current{-1};
-  const int want = num_threads();
+  static const bool own_pool = openblas_get_parallel() == 1;  // the pthreads build
+  const int want = own_pool && work < kOwnBlasPoolMinWork ? 1 : num_threads();
   if (current.load(std::memory_order_relaxed) != want) {
     openblas_set_num_threads(want);
     current.store(want, std::memory_order_relaxed);

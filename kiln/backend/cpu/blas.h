@@ -34,8 +34,12 @@ void gemm(const GemmArgs& args);
 void dot(ScalarType dtype, int64_t n, const void* x, int64_t incx, const void* y, int64_t incy,
          void* out);
 
-// Makes OpenBLAS use as many threads as OpenMP (kiln::cpu::num_threads()); cheap when unchanged.
-void sync_blas_threads();
+// Makes OpenBLAS use as many threads as OpenMP (kiln::cpu::num_threads()) for a call of `work`
+// multiply-adds; cheap when unchanged. OpenBLAS's pthreads build (where its OpenMP build is not
+// installed) keeps its own pool, whose workers spin beside Kiln's after each threaded call: it
+// gets one thread below kOwnBlasPoolMinWork.
+void sync_blas_threads(int64_t work = INT64_MAX);
+constexpr int64_t kOwnBlasPoolMinWork = int64_t{1} << 24;
 
 // The paths float32 and bfloat16 matrix products take on this machine, for reports and
 // benchmarks.

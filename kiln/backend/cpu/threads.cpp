@@ -1,7 +1,5 @@
 #include "kiln/core/threads.h"
 
-#include <cblas.h>
-
 #include "kiln/backend/cpu/parallel.h"
 #include "kiln/core/error.h"
 
@@ -9,8 +7,7 @@ namespace kiln {
 
 void set_num_threads(int n) {
   KILN_CHECK(n > 0, "set_num_threads: expected a positive number of threads, got ", n);
-  cpu::set_num_threads(n);
-  openblas_set_num_threads(n);
+  cpu::set_num_threads(n);  // OpenBLAS follows at its next call (cpu::sync_blas_threads)
 }
 
 int get_num_threads() { return cpu::num_threads(); }
