@@ -144,12 +144,8 @@ TEST(RegionalCompile, TrainAndEvalModesHaveTheirOwnGraphs) {
 // The demo GPT with its four blocks compiled regionally trains as the eager model does, and the
 // four blocks cost one capture.
 TEST(RegionalCompile, TheDemoGptsBlocksCompileOnceAndTrainAsEager) {
-  gpt::Config c;
-  c.vocab_size = 13;
-  c.block_size = 8;
-  c.n_layer = 4;
-  c.n_head = 2;
-  c.n_embd = 32;
+  const gpt::Config c{/*vocab_size=*/13, /*block_size=*/8, /*n_layer=*/4, /*n_head=*/2,
+                      /*n_embd=*/32};
   manual_seed(7);
   gpt::GPT eager(c);
   manual_seed(7);
