@@ -6,10 +6,10 @@
 // A step is zero_grad, the forward, cross_entropy, backward and an AdamW step; only the forward
 // (and so its backward) is compiled, as torch.compile(model) does it. Cases: the demo GPT
 // (vocabulary 12, block 8, 2 layers, 4 heads, 64 channels) on [64, 8] tokens, and an MLP
-// 784-512-512-10 with ReLU on a batch of 128. The GPT also runs with its blocks compiled regionally
-// (block->compile()), and the cold start of an 8-block GPT compares the two ways of compiling.
-// bench/compile_training.py times torch eager and torch.compile on the same cases; figures and
-// commands: bench/RESULTS-compile.md.
+// 784-512-512-10 with ReLU on a batch of 128, and a small CNN on 32 MNIST-sized images. The GPT
+// also runs with its blocks compiled regionally (block->compile()), and the cold start of an
+// 8-block GPT compares the two ways of compiling. bench/compile_training.py times torch eager and
+// torch.compile on the same cases; figures and commands: bench/RESULTS-compile.md.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -93,6 +93,23 @@ void BM_MlpTrainStep(benchmark::State& state) {
       state, model, [&](const Tensor& t) { return f(t); }, x, y);
 }
 
+// A small CNN on MNIST-sized images: conv 1->16 5x5, ReLU, max-pool 2, conv 16->32 5x5, ReLU,
+// max-pool 2, a linear layer to 10 classes; batch 32.
+void BM_CnnTrainStep(benchmark::State& state) {
+  namespace nn = kiln::nn;
+  kiln::manual_seed(0);
+  nn::Sequential model(nn::Conv2d(nn::Conv2dOptions(1, 16, 5)), nn::ReLU(), nn::MaxPool2d(2),
+                       nn::Conv2d(nn::Conv2dOptions(16, 32, 5)), nn::ReLU(), nn::MaxPool2d(2),
+                       nn::Flatten(), nn::Linear(32 * 4 * 4, 10));
+  const Tensor x = kiln::randn({32, 1, 28, 28}), y = kiln::randint(0, 10, {32});
+  if (state.range(0) == 0)
+    return train_steps(
+        state, model, [&](const Tensor& t) { return model->forward(t); }, x, y);
+  auto f = kiln::compile(model);
+  train_steps(
+      state, model, [&](const Tensor& t) { return f(t); }, x, y);
+}
+
 }  // namespace
 
 BENCHMARK(BM_GptTrainStep)
@@ -110,6 +127,13 @@ BENCHMARK(BM_GptColdStart)
     ->UseRealTime()
     ->Iterations(3);
 BENCHMARK(BM_MlpTrainStep)
+    ->ArgName("compiled")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+BENCHMARK(BM_CnnTrainStep)
     ->ArgName("compiled")
     ->Arg(0)
     ->Arg(1)

@@ -35,6 +35,12 @@ def main():
                                      torch.nn.Linear(512, 512), torch.nn.ReLU(),
                                      torch.nn.Linear(512, 10)),
          torch.randn(128, 784), torch.randint(0, 10, (128,))),
+        ("CNN train step [32, 1, 28, 28]",
+         lambda: torch.nn.Sequential(torch.nn.Conv2d(1, 16, 5), torch.nn.ReLU(),
+                                     torch.nn.MaxPool2d(2), torch.nn.Conv2d(16, 32, 5),
+                                     torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                                     torch.nn.Linear(32 * 4 * 4, 10)),
+         torch.randn(32, 1, 28, 28), torch.randint(0, 10, (32,))),
     ]
     for name, make, x, y in cases:
         torch.manual_seed(0)
