@@ -11,11 +11,13 @@
 // value during the capture (item(), data_ptr(), printing), drawing random numbers or making a
 // size that depends on values (nonzero, unique, masked_select) makes it run eagerly from then on,
 // with a logged reason, or is an error under fullgraph(true).
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "kiln/compile/args.h"
 #include "kiln/compile/codegen/kernel_cache.h"
@@ -82,19 +84,29 @@ template <class R, class... A>
 class CompiledFn<R(A...)> {
  public:
   explicit CompiledFn(std::shared_ptr<compiler::CompiledFunction> impl) : impl_(std::move(impl)) {}
+  // A compiled module's forward: `training` (the module's flag) is passed after the arguments as
+  // one more bool, which the guards compare like any other, so a graph captured in eval() never
+  // replays in train().
+  CompiledFn(std::shared_ptr<compiler::CompiledFunction> impl, std::function<bool()> training)
+      : impl_(std::move(impl)), training_(std::move(training)) {}
   R operator()(A... args) const {
-    return compiler::unflatten_result<R>(impl_->call({compiler::to_arg(args)...}));
+    return compiler::unflatten_result<R>(impl_->call(flat(args...)));
   }
   // The captured graph, its guards, or why the function runs eagerly, for these arguments.
-  compiler::Explanation explain(A... args) const {
-    return impl_->explain({compiler::to_arg(args)...});
-  }
+  compiler::Explanation explain(A... args) const { return impl_->explain(flat(args...)); }
   // Graphs captured so far (each recompile adds one).
   int compilations() const { return impl_->compilations(); }
   const std::shared_ptr<compiler::CompiledFunction>& impl() const { return impl_; }
 
  private:
+  std::vector<compiler::Arg> flat(const A&... args) const {
+    std::vector<compiler::Arg> out{compiler::to_arg(args)...};
+    if (training_) out.emplace_back(training_());
+    return out;
+  }
+
   std::shared_ptr<compiler::CompiledFunction> impl_;
+  std::function<bool()> training_;
 };
 
 template <class F>
@@ -119,11 +131,22 @@ auto module_forward(std::shared_ptr<M> module) {
 
 // A module's forward (a std::shared_ptr<Impl> or a module holder such as nn::Linear). Its
 // parameters and buffers are read at every call, so optimizer steps and load_state_dict need no
-// recompile.
+// recompile; train() and eval() get separate graphs.
 template <class M>
 requires compiler::ModulePointer<std::shared_ptr<M>>
 auto compile(std::shared_ptr<M> module, CompileOptions options = {}) {
-  return compile(compiler::module_forward(std::move(module)), std::move(options));
+  if constexpr (requires { module->is_training(); }) {
+    using Signature = typename compiler::signature_of<decltype(&M::forward)>::type;
+    return [&]<class R, class... A>(std::type_identity<R(A...)>) {
+      auto forward = [module](A... args, bool) { return module->forward(args...); };
+      return CompiledFn<R(A...)>(
+          compiler::make_compiled_function(compiler::flat_fn<R, A..., bool>(std::move(forward)),
+                                           std::move(options)),
+          [module] { return module->is_training(); });
+    }(std::type_identity<Signature>());
+  } else {
+    return compile(compiler::module_forward(std::move(module)), std::move(options));
+  }
 }
 template <class H>
 requires compiler::ModuleHolder<H>

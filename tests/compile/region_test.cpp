@@ -177,6 +177,23 @@ TEST(RegionalCompile, TheDemoGptsBlocksCompileOnceAndTrainAsEager) {
   EXPECT_EQ(h.grad_fn()->name(), "CompiledFunctionBackward");  // the compiled backward, no fallback
 }
 
+// The same for kiln::compile(module): the module's training flag is guarded, so a graph captured
+// in eval() (dropout is the identity) never replays in train().
+TEST(CompiledModule, TrainAndEvalModesHaveTheirOwnGraphs) {
+  manual_seed(4);
+  nn::Dropout drop(0.5);
+  auto f = compile(drop, CompileOptions().backend("eager"));
+  const Tensor x = ones({1000});
+  drop->eval();
+  EXPECT_TRUE(equal(f(x), x));
+  drop->train();
+  const double zeros = (f(x) == 0).sum().item<double>();
+  EXPECT_GT(zeros, 350);
+  EXPECT_LT(zeros, 650);
+  drop->eval();
+  EXPECT_TRUE(equal(f(x), x));
+}
+
 struct TextImpl : nn::Module {
   Tensor forward(const Tensor& x, const std::string& how) { return how == "neg" ? -x : x; }
 };
