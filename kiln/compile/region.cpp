@@ -90,8 +90,9 @@ std::string options_key(const CompileOptions& o) {
 }
 
 std::mutex g_mu;
-std::map<std::tuple<std::type_index, bool, std::string>, std::shared_ptr<CompiledFunction>>
-    g_regions;
+// Never destroyed: its graphs hold tensors, which must not be freed after the allocator at exit.
+auto& g_regions = *new std::map<std::tuple<std::type_index, bool, std::string>,
+                                std::shared_ptr<CompiledFunction>>;
 
 std::shared_ptr<CompiledFunction> region_of(const RegionModule& m, const CompileOptions& options) {
   std::lock_guard<std::mutex> lock(g_mu);
