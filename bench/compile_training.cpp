@@ -79,18 +79,24 @@ void BM_GptColdStart(benchmark::State& state) {
   unsetenv("KILN_CACHE_DIR");
 }
 
-void BM_MlpTrainStep(benchmark::State& state) {
-  namespace nn = kiln::nn;
-  kiln::manual_seed(0);
-  nn::Sequential model(nn::Linear(784, 512), nn::ReLU(), nn::Linear(512, 512), nn::ReLU(),
-                       nn::Linear(512, 10));
-  const Tensor x = kiln::randn({128, 784}), y = kiln::randint(0, 10, {128});
+// A Sequential's steps, eager (compiled: 0) or with kiln::compile(model) (compiled: 1).
+void train_sequential(benchmark::State& state, kiln::nn::Sequential& model, const Tensor& x,
+                      const Tensor& y) {
   if (state.range(0) == 0)
     return train_steps(
         state, model, [&](const Tensor& t) { return model->forward(t); }, x, y);
   auto f = kiln::compile(model);
   train_steps(
       state, model, [&](const Tensor& t) { return f(t); }, x, y);
+}
+
+void BM_MlpTrainStep(benchmark::State& state) {
+  namespace nn = kiln::nn;
+  kiln::manual_seed(0);
+  nn::Sequential model(nn::Linear(784, 512), nn::ReLU(), nn::Linear(512, 512), nn::ReLU(),
+                       nn::Linear(512, 10));
+  const Tensor x = kiln::randn({128, 784}), y = kiln::randint(0, 10, {128});
+  train_sequential(state, model, x, y);
 }
 
 // A small CNN on MNIST-sized images: conv 1->16 5x5, ReLU, max-pool 2, conv 16->32 5x5, ReLU,
@@ -102,12 +108,7 @@ void BM_CnnTrainStep(benchmark::State& state) {
                        nn::Conv2d(nn::Conv2dOptions(16, 32, 5)), nn::ReLU(), nn::MaxPool2d(2),
                        nn::Flatten(), nn::Linear(32 * 4 * 4, 10));
   const Tensor x = kiln::randn({32, 1, 28, 28}), y = kiln::randint(0, 10, {32});
-  if (state.range(0) == 0)
-    return train_steps(
-        state, model, [&](const Tensor& t) { return model->forward(t); }, x, y);
-  auto f = kiln::compile(model);
-  train_steps(
-      state, model, [&](const Tensor& t) { return f(t); }, x, y);
+  train_sequential(state, model, x, y);
 }
 
 }  // namespace
