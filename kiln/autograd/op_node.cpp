@@ -62,7 +62,7 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
   for (const auto& s : saved_inputs_) inputs.push_back(s.unpack(self, who.c_str()));
   for (const auto& s : saved_outputs_) outputs.push_back(s.unpack(self, who.c_str()));
   // Outputs that received no gradient contribute zeros (multi-output ops).
-  for (size_t i = 0; i < grads.size(); ++i) {
+  for (size_t i = 0; op_.materializes_grads && i < grads.size(); ++i) {
     if (!grads[i].defined() && i < output_options_.size() &&
         is_floating_point(output_options_[i].dtype()))
       grads[i] = zeros(SymIntList(output_sizes_[i]), output_options_[i]);

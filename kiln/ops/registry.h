@@ -103,6 +103,10 @@ struct OpDef {
   bool is_random = false;      // consumes the generator: reruns differ
   bool dynamic_output = false;  // the kernel allocates outputs (sizes depend on data)
   bool cross_device = false;    // inputs may be on different devices (copy_)
+  // Whether autograd fills the gradients of outputs that received none with zeros before the
+  // backward formula runs (multi-output ops). Formulas that check grad(i).defined() turn it off
+  // and save those launches, as PyTorch's ctx.set_materialize_grads(False).
+  bool materializes_grads = true;
   double atol = -1, rtol = -1;  // op-specific test tolerances (negative: the dtype's default)
 
   OpDef& schema(std::string s) { schema_ = std::move(s); return *this; }
@@ -124,6 +128,7 @@ struct OpDef {
   OpDef& random() { is_random = true; return *this; }
   OpDef& dynamic() { dynamic_output = true; return *this; }
   OpDef& allow_cross_device() { cross_device = true; return *this; }
+  OpDef& materialize_grads(bool on) { materializes_grads = on; return *this; }
   // The backward reads every output (and, with inputs_too, every input).
   OpDef& save_outputs(bool inputs_too = false) {
     saved_outputs = ~uint64_t{0};

@@ -207,6 +207,7 @@ KILN_REGISTER_OP(scaled_dot_product_attention)
     .cpu(attention::math_kernel)
     .save_outputs({1})  // the attention weights
     .backward(sdpa_backward)
+    .materialize_grads(false)
     .samples(sdpa_samples)
     .error_samples(sdpa_error_samples)
     .reference(sdpa_reference)

@@ -189,6 +189,7 @@ KILN_REGISTER_OP(nll_loss)
     .cpu(nll_kernel)
     .save_outputs(true)
     .backward(nll_backward)
+    .materialize_grads(false)
     .samples(nll_samples)
     .error_samples([] {
       const Tensor x = samples::make({3, 4}, kFloat32), t = tensor({0, 3, 1}, kInt64);
