@@ -1,7 +1,7 @@
-// Kiln's side of bench/cuda_vs_torch.py: the CUDA backend's eager speed on the cases bench/RESULTS-cuda.md
-// records. Prints one line per case, "name seconds-per-call", each the median of `repeats` timed
-// runs of `inner` calls between device synchronisations, after warm-up calls (which also take
-// the NVRTC compilations and cuBLAS handle creation out of the numbers).
+// Kiln's side of bench/cuda_vs_torch.py: the CUDA backend's eager speed on the cases
+// bench/RESULTS-cuda.md records. Prints one line per case, "name seconds-per-call", each the median
+// of `repeats` timed runs of `inner` calls between device synchronisations, after warm-up calls
+// (which also take the NVRTC compilations and cuBLAS handle creation out of the numbers).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -110,16 +110,23 @@ int main() {
     optim::AdamW opt(model->parameters(), optim::AdamWOptions(1e-3));
     Tensor idx = randint(0, 512, {16, 128}).to(kCUDA),
            target = randint(0, 512, {16, 128}).to(kCUDA);
-    std::printf(
-        "gpt_train_step %.9f\n",
-        median_seconds(
-            [&] {
-              opt.zero_grad();
-              Tensor logits = model->forward(idx);
-              nn::functional::cross_entropy(logits.view({-1, 512}), target.view({-1})).backward();
-              opt.step();
-            },
-            10));
+    auto loss = [&] {
+      return nn::functional::cross_entropy(model->forward(idx).view({-1, 512}), target.view({-1}));
+    };
+    auto forward_backward = [&] {
+      opt.zero_grad();
+      loss().backward();
+    };
+    // The whole step, then its parts.
+    std::printf("gpt_train_step %.9f\n", median_seconds(
+                                             [&] {
+                                               forward_backward();
+                                               opt.step();
+                                             },
+                                             10));
+    std::printf("gpt_forward_loss %.9f\n", median_seconds([&] { loss(); }, 10));
+    std::printf("gpt_forward_backward %.9f\n", median_seconds(forward_backward, 10));
+    std::printf("gpt_adamw_step %.9f\n", median_seconds([&] { opt.step(); }, 10));
   }
   {
     Tensor x = ones({1}, gpu), y = ones({1}, gpu);

@@ -60,19 +60,29 @@ class GPT(torch.nn.Module):
         return torch.nn.functional.linear(self.ln_f(x), self.tok.weight)
 
 
-def gpt_step_seconds():
+def gpt_step_seconds(out):
+    """The whole step, then its parts: forward and loss; forward, loss and backward; AdamW."""
     model = GPT(512, 128, 4, 4, 256).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     idx = torch.randint(0, 512, (16, 128), device="cuda")
     target = torch.randint(0, 512, (16, 128), device="cuda")
 
-    def step():
-        opt.zero_grad()
+    def loss():
         logits = model(idx)
-        torch.nn.functional.cross_entropy(logits.view(-1, 512), target.view(-1)).backward()
+        return torch.nn.functional.cross_entropy(logits.view(-1, 512), target.view(-1))
+
+    def forward_backward():
+        opt.zero_grad()
+        loss().backward()
+
+    def step():
+        forward_backward()
         opt.step()
 
-    return median_seconds(step, 10)
+    out["gpt_train_step"] = median_seconds(step, 10)
+    out["gpt_forward_loss"] = median_seconds(loss, 10)
+    out["gpt_forward_backward"] = median_seconds(forward_backward, 10)
+    out["gpt_adamw_step"] = median_seconds(opt.step, 10)
 
 
 def torch_cases():
@@ -129,7 +139,7 @@ def torch_cases():
     with torch.cuda.graph(g):
         step()
     out["mlp_step_graph"] = median_seconds(g.replay, 50)
-    out["gpt_train_step"] = gpt_step_seconds()
+    gpt_step_seconds(out)
     x = torch.ones(1, device="cuda")
     y = torch.ones(1, device="cuda")
     out["add_1_element"] = median_seconds(lambda: x + y, 2000)
@@ -148,6 +158,9 @@ WORK = {
     "mm_bf16_8192": ("TFLOP/s", 2 * 8192**3),
     "mm_f32_4096": ("TFLOP/s", 2 * 4096 * 4096 * 8192),
     "gpt_train_step": ("us", None),
+    "gpt_forward_loss": ("us", None),
+    "gpt_forward_backward": ("us", None),
+    "gpt_adamw_step": ("us", None),
     "mlp_step_eager": ("us", None),
     "mlp_step_graph": ("us", None),
     "add_1_element": ("us", None),

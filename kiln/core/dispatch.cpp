@@ -164,7 +164,12 @@ std::vector<Tensor> run_eager(const OpDef& op, const std::vector<Tensor>& inputs
     KILN_CHECK(!device.is_cpu(), op.name, ": no kernel for device ", device);
     run_on_cpu(op, device, inputs, outs, attrs);
   }
-  if (op.is_inplace) inputs.at(0).impl()->storage()->bump_version();
+  if (op.is_inplace) {
+    // Input 0, and the other inputs a multi-tensor op (_fused_adam_) writes and returns.
+    inputs.at(0).impl()->storage()->bump_version();
+    for (const Tensor& o : outs)
+      if (o.defined() && !o.is_same(inputs[0])) o.impl()->storage()->bump_version();
+  }
   return outs;
 }
 

@@ -34,7 +34,8 @@ inline Tensor state_buffer(ParamState& state, const std::string& name, const Ten
 // Calls body(w, g, buffers, begin, end) on chunks of the parameter, where w and g point at the
 // parameter and gradient values and buffers[k] at buffer k, all as T (float or double).
 template <size_t N, class Body>
-void fused_update(const Tensor& param, const std::array<Tensor*, N>& buffers, const Body& body) {
+void fused_update(const Tensor& param, const Tensor& gradient,
+                  const std::array<Tensor*, N>& buffers, const Body& body) {
   NoGradGuard no_grad;
   const ScalarType dt = compute_dtype(param);
   KILN_CHECK(param.is_floating_point(), "optimizer: parameters must be floating point, got ",
@@ -43,7 +44,7 @@ void fused_update(const Tensor& param, const std::array<Tensor*, N>& buffers, co
   const bool in_place = on_cpu && param.dtype() == dt && param.is_contiguous();
   const Device cpu(kCPU);
   Tensor work = in_place ? param : param.to(cpu, dt).contiguous();
-  Tensor grad = param.grad().to(cpu, dt).contiguous();
+  Tensor grad = gradient.to(cpu, dt).contiguous();
   // Host copies of the state; a buffer passed twice (Adam's v without amsgrad) gets one.
   std::array<Tensor, N> state;
   std::array<bool, N> repeated{};
@@ -71,6 +72,11 @@ void fused_update(const Tensor& param, const std::array<Tensor*, N>& buffers, co
   if (!on_cpu)
     for (size_t k = 0; k < N; ++k)
       if (!repeated[k]) buffers[k]->copy_(state[k]);
+}
+
+template <size_t N, class Body>
+void fused_update(const Tensor& param, const std::array<Tensor*, N>& buffers, const Body& body) {
+  fused_update<N>(param, param.grad(), buffers, body);
 }
 
 // Adam's running moments: m <- lerp(m, d, 1 - beta1), v <- beta2 v + (1 - beta2) d^2.

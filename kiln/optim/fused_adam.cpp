@@ -1,0 +1,280 @@
+// The registry ops `_fused_adam_` and `_fused_adamw_` (kiln/optim/fused_adam.h).
+//
+// inputs: params[n], grads[n], exp_avgs[n], exp_avg_sqs[n], and with amsgrad max_exp_avg_sqs[n]
+// attrs:  lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, steps (int[n])
+// outputs: the tensors written in place: params, exp_avgs, exp_avg_sqs (, max_exp_avg_sqs)
+#include "kiln/optim/fused_adam.h"
+
+#include <cmath>
+
+#include "kiln/ops/meta.h"
+#include "kiln/ops/samples.h"
+#include "kiln/optim/fused.h"
+
+namespace kiln {
+namespace {
+
+using optim::compute_dtype;
+
+struct Lists {
+  int64_t n;
+  bool amsgrad;
+  // list k (0 params, 1 grads, 2 exp_avgs, 3 exp_avg_sqs, 4 max_exp_avg_sqs), entry i
+  size_t at(int k, int64_t i) const { return static_cast<size_t>(k * n + i); }
+};
+
+Lists lists_of(const char* op, const std::vector<Tensor>& in, const Attrs& a) {
+  const bool amsgrad = a.b(5);
+  const int64_t per = amsgrad ? 5 : 4;
+  const auto size = static_cast<int64_t>(in.size());
+  KILN_CHECK(size % per == 0, op, ": expected ", per,
+             " lists of equal length (params, grads, exp_avgs, exp_avg_sqs",
+             amsgrad ? ", max_exp_avg_sqs" : "", "), got ", size, " tensors in all");
+  const Lists l{size / per, amsgrad};
+  KILN_CHECK(static_cast<int64_t>(a.ints(7).size()) == l.n, op, ": expected ", l.n,
+             " step counts, one per parameter, got ", a.ints(7).size());
+  return l;
+}
+
+std::vector<TensorSpec> fused_adam_meta(const char* op, const std::vector<Tensor>& in,
+                                        const Attrs& a) {
+  const Lists l = lists_of(op, in, a);
+  static const char* kNames[] = {"param", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  const int lists = l.amsgrad ? 5 : 4;
+  std::vector<TensorSpec> out;
+  for (int64_t i = 0; i < l.n; ++i) {
+    const Tensor& p = in[l.at(0, i)];
+    KILN_CHECK(p.defined() && p.is_floating_point(), op, ": param ", i,
+               " must be a floating point tensor, got ", p.defined() ? p.dtype() : ScalarType());
+    KILN_CHECK(a.ints(7)[i] >= 1, op, ": step counts start at 1, got ", a.ints(7)[i], " for param ",
+               i);
+    for (int k = 1; k < lists; ++k) {
+      const Tensor& t = in[l.at(k, i)];
+      const ScalarType want = k == 1 ? p.dtype() : compute_dtype(p);
+      KILN_CHECK(t.defined() && t.sym_sizes() == p.sym_sizes() && t.dtype() == want &&
+                     t.device() == p.device(),
+                 op, ": ", kNames[k], " ", i, " must be ", want, p.sym_sizes(), " on ", p.device(),
+                 " like its param, got ", t.defined() ? t.dtype() : ScalarType(),
+                 t.defined() ? t.sym_sizes() : SymIntArrayRef(),
+                 t.defined() ? " on " + t.device().str() : std::string());
+    }
+    KILN_CHECK(p.device() == in[l.at(0, 0)].device(), op,
+               ": all tensors must be on one device, got param 0 on ", in[l.at(0, 0)].device(),
+               " and param ", i, " on ", p.device());
+  }
+  for (int k : {0, 2, 3, 4}) {
+    if (k == 4 && !l.amsgrad) break;
+    for (int64_t i = 0; i < l.n; ++i) {
+      const size_t j = l.at(k, i);
+      TensorSpec s = meta::spec(in[j].sym_sizes(), in[j].dtype(), in[j].device());
+      s.inplace_of = static_cast<int>(j);
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+// t itself when contiguous, else a contiguous copy (written back by `restore`).
+Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+void restore(const Tensor& t, const Tensor& work) {
+  if (!work.is_same(t)) t.copy_(work);
+}
+
+void fused_adam_cpu(const std::vector<Tensor>& in, const Attrs& a, bool decoupled) {
+  const Lists l = lists_of(decoupled ? "_fused_adamw_" : "_fused_adam_", in, a);
+  const double lr = a.f(0), beta1 = a.f(1), beta2 = a.f(2), wd = a.f(3), eps = a.f(4);
+  const double sign = a.b(6) ? -1 : 1;
+  NoGradGuard no_grad;
+  for (int64_t i = 0; i < l.n; ++i) {
+    const Tensor& p = in[l.at(0, i)];
+    const double t = static_cast<double>(a.ints(7)[i]);
+    const double step_size = lr / (1 - std::pow(beta1, t));
+    const double inv_sqrt_bc2 = 1 / std::sqrt(1 - std::pow(beta2, t));
+    const double decay = decoupled ? 1 - lr * wd : 1;
+    const double l2 = decoupled ? 0 : wd;
+    Tensor m = dense(in[l.at(2, i)]), v = dense(in[l.at(3, i)]);
+    Tensor vmax = l.amsgrad ? dense(in[l.at(4, i)]) : v;
+    // In the parameter's compute dtype, as PyTorch does, so that the loops vectorise (this
+    // file is built with -fno-math-errno for the square roots).
+    optim::fused_update<3>(
+        p, in[l.at(1, i)], {&m, &v, &vmax},
+        [&]<class T>(T* w, const T* g, auto st, int64_t b, int64_t e) {
+          T *ma = st[0], *va = st[1], *vm = st[2];
+          const T c_decay = decay, c_sign = sign, c_l2 = l2, c_step = step_size, c_eps = eps;
+          const T c_bc2 = inv_sqrt_bc2, c_beta1 = 1 - beta1, c_beta2 = beta2, c_1mb2 = 1 - beta2;
+          auto update = [&](int64_t i) {
+            const T d = c_sign * g[i] + c_l2 * w[i];
+            ma[i] += c_beta1 * (d - ma[i]);
+            va[i] = c_beta2 * va[i] + c_1mb2 * d * d;
+          };
+          if (l.amsgrad) {
+            for (int64_t i = b; i < e; ++i) {
+              update(i);
+              vm[i] = std::max(vm[i], va[i]);
+              w[i] = w[i] * c_decay - c_step * ma[i] / (std::sqrt(vm[i]) * c_bc2 + c_eps);
+            }
+          } else {
+            for (int64_t i = b; i < e; ++i) {
+              update(i);
+              w[i] = w[i] * c_decay - c_step * ma[i] / (std::sqrt(va[i]) * c_bc2 + c_eps);
+            }
+          }
+        });
+    restore(in[l.at(2, i)], m);
+    restore(in[l.at(3, i)], v);
+    if (l.amsgrad) restore(in[l.at(4, i)], vmax);
+  }
+}
+
+// The same step in double precision, element by element, written independently of the kernel.
+std::vector<Tensor> fused_adam_reference(const std::vector<Tensor>& in, const Attrs& a,
+                                         bool decoupled) {
+  const Lists l = lists_of("reference", in, a);
+  const double lr = a.f(0), beta1 = a.f(1), beta2 = a.f(2), wd = a.f(3), eps = a.f(4);
+  std::vector<Tensor> out[5];
+  for (int64_t i = 0; i < l.n; ++i) {
+    Tensor p = in[l.at(0, i)].to(kFloat64).contiguous(), g = in[l.at(1, i)].to(kFloat64);
+    Tensor m = in[l.at(2, i)].to(kFloat64).contiguous();
+    Tensor v = in[l.at(3, i)].to(kFloat64).contiguous();
+    Tensor vmax = l.amsgrad ? in[l.at(4, i)].to(kFloat64).contiguous() : v.clone();
+    g = (a.b(6) ? -g : g).contiguous();
+    const double t = static_cast<double>(a.ints(7)[i]);
+    double *pw = p.data_ptr<double>(), *pm = m.data_ptr<double>(), *pv = v.data_ptr<double>();
+    double* px = vmax.data_ptr<double>();
+    const double* pg = g.data_ptr<double>();
+    for (int64_t j = 0; j < p.numel(); ++j) {
+      const double d = decoupled ? pg[j] : pg[j] + wd * pw[j];
+      if (decoupled) pw[j] *= 1 - lr * wd;
+      pm[j] = beta1 * pm[j] + (1 - beta1) * d;
+      pv[j] = beta2 * pv[j] + (1 - beta2) * d * d;
+      px[j] = std::max(px[j], pv[j]);
+      const double m_hat = pm[j] / (1 - std::pow(beta1, t));
+      const double v_hat = (l.amsgrad ? px[j] : pv[j]) / (1 - std::pow(beta2, t));
+      pw[j] -= lr * m_hat / (std::sqrt(v_hat) + eps);
+    }
+    for (Tensor* r : {&p, &m, &v, &vmax}) *r = r->view(in[l.at(0, i)].sizes());
+    out[0].push_back(p), out[2].push_back(m), out[3].push_back(v), out[4].push_back(vmax);
+  }
+  std::vector<Tensor> all;
+  for (int k : {0, 2, 3, 4})
+    if (k < 4 || l.amsgrad) all.insert(all.end(), out[k].begin(), out[k].end());
+  return all;
+}
+
+// Lists of parameters of several shapes (a transposed one, a scalar, an empty one), with state
+// from earlier steps; float32 state for 16-bit parameters.
+std::vector<OpSample> fused_adam_samples(ScalarType dt) {
+  const ScalarType state = dt == kFloat64 ? kFloat64 : kFloat32;
+  auto lists = [&](bool amsgrad) {
+    const std::vector<std::vector<int64_t>> shapes = {{5, 7}, {4, 3}, {}, {0, 2}, {33}};
+    std::vector<Tensor> p, g, m, v, vm;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const bool transposed = i == 1;
+      std::vector<int64_t> s = shapes[i];
+      if (transposed) std::swap(s[0], s[1]);
+      auto mk = [&](ScalarType d, double lo, double hi) {
+        Tensor t = samples::make(s, d, lo, hi);
+        return transposed ? t.t() : t;
+      };
+      p.push_back(mk(dt, -2, 2)), g.push_back(mk(dt, -1, 1)), m.push_back(mk(state, -0.1, 0.1));
+      v.push_back(mk(state, 0, 0.01));
+      if (amsgrad) vm.push_back(mk(state, 0, 0.02));
+    }
+    std::vector<Tensor> all;
+    for (auto* l : {&p, &g, &m, &v, &vm}) all.insert(all.end(), l->begin(), l->end());
+    return all;
+  };
+  using V = std::vector<int64_t>;
+  return {
+      {lists(false), {1e-2, 0.9, 0.999, 0.0, 1e-8, false, false, V{1, 1, 1, 1, 1}}, "first step"},
+      {lists(false),
+       {1e-2, 0.8, 0.99, 0.1, 1e-6, false, false, V{3, 7, 2, 1, 12}},
+       "weight decay, steps that differ"},
+      {lists(true), {3e-3, 0.9, 0.999, 0.05, 1e-8, true, false, V{2, 2, 2, 2, 2}}, "amsgrad"},
+      {lists(false), {1e-2, 0.9, 0.999, 0.0, 1e-8, false, true, V{4, 4, 4, 4, 4}}, "maximize"},
+  };
+}
+
+std::vector<OpErrorSample> fused_adam_error_samples() {
+  const Tensor p = samples::make({3, 2}, kFloat32), g = samples::make({3, 2}, kFloat32);
+  const Attrs a{1e-3, 0.9, 0.999, 0.0, 1e-8, false, false, std::vector<int64_t>{1}};
+  return {
+      {{p, g, p.clone()}, a, "expected 4 lists of equal length", "three lists"},
+      {{p, g, p.clone(), p.clone()},
+       Attrs{1e-3, 0.9, 0.999, 0.0, 1e-8, false, false, std::vector<int64_t>{1, 1}},
+       "expected 1 step counts, one per parameter, got 2",
+       "steps"},
+      {{p, samples::make({2, 3}, kFloat32), p.clone(), p.clone()},
+       a,
+       "grad 0 must be float32[3, 2]",
+       "a grad of another shape"},
+      {{p, g, p.to(kFloat64), p.clone()},
+       a,
+       "exp_avg 0 must be float32[3, 2]",
+       "state of another dtype"},
+      {{p.to(kInt64), g.to(kInt64), p.clone(), p.clone()},
+       a,
+       "param 0 must be a floating point tensor, got int64",
+       "integer params"},
+      {{p, g, p.clone(), p.clone()},
+       Attrs{1e-3, 0.9, 0.999, 0.0, 1e-8, false, false, std::vector<int64_t>{0}},
+       "step counts start at 1, got 0",
+       "step 0"},
+  };
+}
+
+OpDef& register_fused_adam(const char* name, bool decoupled) {
+  return register_op(name)
+      .schema(std::string(name) +
+              "(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] "
+              "exp_avg_sqs, Tensor(d!)[] max_exp_avg_sqs, *, float lr, float beta1, float beta2, "
+              "float weight_decay, float eps, bool amsgrad, bool maximize, int[] steps) -> "
+              "Tensor[]")
+      .meta([name](const std::vector<Tensor>& in, const Attrs& a) {
+        return fused_adam_meta(name, in, a);
+      })
+      .cpu([decoupled](const std::vector<Tensor>& in, std::vector<Tensor>&, const Attrs& a) {
+        fused_adam_cpu(in, a, decoupled);
+      })
+      .inplace()
+      .samples(fused_adam_samples)
+      .error_samples(fused_adam_error_samples)
+      .reference([decoupled](const std::vector<Tensor>& in, const Attrs& a) {
+        return fused_adam_reference(in, a, decoupled);
+      })
+      .dtypes({kFloat64, kFloat32, kBFloat16});
+}
+
+[[maybe_unused]] const OpDef& kAdam = register_fused_adam("_fused_adam_", false);
+[[maybe_unused]] const OpDef& kAdamW = register_fused_adam("_fused_adamw_", true);
+
+void call_fused_adam(const OpDef& op, const std::vector<Tensor>& params,
+                     const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
+                     const std::vector<Tensor>& exp_avg_sqs,
+                     const std::vector<Tensor>& max_exp_avg_sqs, const std::vector<int64_t>& steps,
+                     const FusedAdamOptions& o) {
+  std::vector<Tensor> in;
+  in.reserve(params.size() * 5);
+  for (const auto* l : {&params, &grads, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs})
+    in.insert(in.end(), l->begin(), l->end());
+  call_op(op, std::move(in),
+          {o.lr, o.beta1, o.beta2, o.weight_decay, o.eps, o.amsgrad, o.maximize, steps});
+}
+
+}  // namespace
+
+void _fused_adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                  const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                  const std::vector<Tensor>& max_exp_avg_sqs, const std::vector<int64_t>& steps,
+                  const FusedAdamOptions& options) {
+  call_fused_adam(kAdam, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, options);
+}
+
+void _fused_adamw_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                   const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                   const std::vector<Tensor>& max_exp_avg_sqs, const std::vector<int64_t>& steps,
+                   const FusedAdamOptions& options) {
+  call_fused_adam(kAdamW, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, options);
+}
+
+}  // namespace kiln
