@@ -129,6 +129,14 @@ int main() {
     std::printf("gpt_adamw_step %.9f\n", median_seconds([&] { opt.step(); }, 10));
   }
   {
+    // Host to device, 256 MiB: from pageable memory, and from pinned memory without waiting.
+    Tensor host = randn({int64_t{1} << 26}), pinned = host.pin_memory();
+    std::printf("h2d_pageable_f32_2^26 %.9f\n",
+                median_seconds([&] { Tensor d = host.to(Device(kCUDA)); }, 5));
+    std::printf("h2d_pinned_f32_2^26 %.9f\n",
+                median_seconds([&] { Tensor d = pinned.to(Device(kCUDA), true); }, 5));
+  }
+  {
     Tensor x = ones({1}, gpu), y = ones({1}, gpu);
     std::printf("add_1_element %.9f\n", median_seconds([&] { Tensor c = x + y; }, 2000));
   }

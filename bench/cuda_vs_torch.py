@@ -140,6 +140,11 @@ def torch_cases():
         step()
     out["mlp_step_graph"] = median_seconds(g.replay, 50)
     gpt_step_seconds(out)
+    host = torch.randn(1 << 26)
+    pinned = host.pin_memory()
+    out["h2d_pageable_f32_2^26"] = median_seconds(lambda: host.to("cuda"), 5)
+    out["h2d_pinned_f32_2^26"] = median_seconds(lambda: pinned.to("cuda", non_blocking=True), 5)
+    del host, pinned
     x = torch.ones(1, device="cuda")
     y = torch.ones(1, device="cuda")
     out["add_1_element"] = median_seconds(lambda: x + y, 2000)
@@ -156,6 +161,8 @@ WORK = {
     "embedding_bf16_8x1024x768": ("GB/s", 2 * 2 * 8192 * 768 + 8 * 8192),
     "cross_entropy_f32_8192x4096": ("GB/s", 4 * 8192 * 4096 + 8 * 8192),
     "mm_bf16_8192": ("TFLOP/s", 2 * 8192**3),
+    "h2d_pageable_f32_2^26": ("GB/s", 4 * (1 << 26)),
+    "h2d_pinned_f32_2^26": ("GB/s", 4 * (1 << 26)),
     "mm_f32_4096": ("TFLOP/s", 2 * 4096 * 4096 * 8192),
     "gpt_train_step": ("us", None),
     "gpt_forward_loss": ("us", None),

@@ -25,6 +25,9 @@ class DeviceBackend {
   virtual void set_current_device(int index) = 0;
   // Allocates on the current device.
   virtual Allocator* allocator() = 0;
+  // Page-locked host memory that this backend's devices copy to and from asynchronously
+  // (Tensor::pin_memory, TensorOptions::pinned_memory); null when the backend has none.
+  virtual Allocator* host_allocator() { return nullptr; }
   // Copies nbytes between host memory and this backend's memory, or within it. Ordered after
   // the work already queued on the current stream; returns once `dst` may be read by the host
   // when dst is host memory.

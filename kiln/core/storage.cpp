@@ -41,6 +41,16 @@ std::shared_ptr<StorageImpl> StorageImpl::meta(Device device) {
   return s;
 }
 
+std::shared_ptr<StorageImpl> StorageImpl::pinned(size_t nbytes, Allocator* host_allocator) {
+  std::shared_ptr<StorageImpl> s(new StorageImpl());
+  s->device_ = Device(kCPU);
+  s->nbytes_ = nbytes;
+  s->allocator_ = host_allocator;
+  s->pinned_ = true;
+  s->data_ = host_allocator->allocate(nbytes);
+  return s;
+}
+
 void StorageImpl::grow(size_t nbytes) {
   if (nbytes <= nbytes_) return;
   if (meta_) {

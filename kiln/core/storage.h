@@ -35,6 +35,9 @@ class StorageImpl {
   StorageImpl(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter);
   // A storage without memory: what meta tensors (shapes only) have.
   static std::shared_ptr<StorageImpl> meta(Device device);
+  // nbytes of page-locked host memory from a device backend's host allocator
+  // (Tensor::pin_memory): a CPU storage that the device copies to and from asynchronously.
+  static std::shared_ptr<StorageImpl> pinned(size_t nbytes, Allocator* host_allocator);
   ~StorageImpl();
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
@@ -43,6 +46,7 @@ class StorageImpl {
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
   bool is_meta() const { return meta_; }
+  bool is_pinned() const { return pinned_; }
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
   // Grows the buffer to nbytes, keeping its contents (Tensor::resize_). Only storage Kiln
@@ -63,6 +67,7 @@ class StorageImpl {
   size_t nbytes_ = 0;
   Device device_;
   bool meta_ = false;
+  bool pinned_ = false;
   Allocator* allocator_ = nullptr;
   std::function<void(void*)> deleter_;
   std::atomic<uint32_t> version_{0};

@@ -236,7 +236,14 @@ class Tensor {
                            const TensorOptions& options = {}) const;
   Tensor new_tensor(const Tensor& data) const;
   Tensor clone() const;
+  // With non_blocking, a copy between pinned host memory and a device does not wait for the
+  // device; a host tensor it writes waits for the copy when its data is first read.
   Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
+  // A copy of this CPU tensor (contiguous) in page-locked host memory of `device`'s backend
+  // (the current accelerator's, CUDA's first, unless given), which copies to and from that
+  // device asynchronously; itself when it is pinned already (ops/creation/pinned.cpp).
+  Tensor pin_memory(std::optional<Device> device = std::nullopt) const;
+  bool is_pinned(std::optional<Device> device = std::nullopt) const;
   Tensor& fill_(const Scalar& value) const;
   Tensor& fill_(const Tensor& value) const;
   Tensor& zero_() const;

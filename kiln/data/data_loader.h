@@ -20,6 +20,7 @@
 
 #include "kiln/core/error.h"
 #include "kiln/data/data_loader_options.h"
+#include "kiln/data/pin_memory.h"
 #include "kiln/data/prefetch_queue.h"
 #include "kiln/data/samplers.h"
 
@@ -71,9 +72,8 @@ class StatelessDataLoader {
     sampler_.reset(std::nullopt);
     sampler_done_ = false;
     if (options_.workers() > 0) {
-      pool_.start(options_.workers(), [this](BatchRequestType request) {
-        return dataset_.get_batch(std::move(request));
-      });
+      pool_.start(options_.workers(),
+                  [this](BatchRequestType request) { return load(std::move(request)); });
     }
     return Iterator(this, next());
   }
@@ -97,6 +97,12 @@ class StatelessDataLoader {
     return request;
   }
 
+  BatchType load(BatchRequestType request) {
+    BatchType batch = dataset_.get_batch(std::move(request));
+    if (options_.pin_memory()) return pin_batch(std::move(batch));
+    return batch;
+  }
+
   void fill_queue() {
     while (pool_.in_flight() < options_.effective_max_jobs()) {
       auto request = next_request();
@@ -109,7 +115,7 @@ class StatelessDataLoader {
     if (options_.workers() == 0) {
       auto request = next_request();
       if (!request) return std::nullopt;
-      return dataset_.get_batch(std::move(*request));
+      return load(std::move(*request));
     }
     fill_queue();
     if (pool_.in_flight() == 0) return std::nullopt;

@@ -35,6 +35,9 @@ struct DataLoaderOptions {
   KILN_DATA_LOADER_ARG(std::optional<std::chrono::milliseconds>, timeout, std::nullopt)
   // Batches always arrive in sampler order here; false is accepted for libtorch's signature.
   KILN_DATA_LOADER_ARG(bool, enforce_ordering, true)
+  // Copy each batch's CPU tensors into pinned memory (Tensor::pin_memory) as it is loaded, by
+  // the workers when there are some, as PyTorch's DataLoader(pin_memory=True).
+  KILN_DATA_LOADER_ARG(bool, pin_memory, false)
 
  public:
   size_t effective_max_jobs() const {

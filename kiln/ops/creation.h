@@ -62,8 +62,10 @@ Tensor clone(const Tensor& t);
 // t itself when it already has `format`'s layout, else a copy in it (ops/memory_format.cpp).
 Tensor contiguous(const Tensor& t, MemoryFormat format = MemoryFormat::Contiguous);
 Tensor to(const Tensor& t, ScalarType dtype);
-Tensor to(const Tensor& t, Device device, ScalarType dtype);
-Tensor& copy_(Tensor& self, const Tensor& src);
+// non_blocking: see Tensor::copy_. A non-blocking copy from a device to the CPU lands in pinned
+// memory (as PyTorch's), when the device's backend has it and no gradient is recorded.
+Tensor to(const Tensor& t, Device device, ScalarType dtype, bool non_blocking = false);
+Tensor& copy_(Tensor& self, const Tensor& src, bool non_blocking = false);
 Tensor& fill_(Tensor& self, const Scalar& value);
 Tensor& zero_(Tensor& self);
 

@@ -133,8 +133,9 @@ TEST_F(DeviceBackendTest, AttentionOnADeviceTakesTheMathBackend) {
   EXPECT_EQ(y.device(), dev);
   EXPECT_TRUE(allclose(y.cpu(), scaled_dot_product_attention(q, k, v), 1e-5, 1e-6));
   const auto ops = cpu_fallback_ops();
-  EXPECT_EQ(std::find(ops.begin(), ops.end(), "_scaled_dot_product_flash_attention_for_cpu on kilntest"),
-            ops.end());
+  EXPECT_EQ(
+      std::find(ops.begin(), ops.end(), "_scaled_dot_product_flash_attention_for_cpu on kilntest"),
+      ops.end());
 }
 
 // A multi-output op whose other outputs get no gradient (rms_norm's rstd) sees zeros made on
@@ -214,6 +215,69 @@ TEST_F(DeviceBackendTest, DefaultDeviceSendsFactoriesThere) {
 }
 
 // Run by the ctest entries device_backend.autoload(_off), which set the environment.
+TEST_F(DeviceBackendTest, PinnedMemoryComesFromTheBackendsHostAllocator) {
+  const int64_t before = kilntest::counters().pinned_allocations;
+  Tensor x = iota({3, 4}).t();
+  EXPECT_FALSE(x.is_pinned());
+  Tensor p = x.pin_memory(dev);
+  EXPECT_EQ(kilntest::counters().pinned_allocations, before + 1);
+  EXPECT_TRUE(p.is_pinned());
+  EXPECT_TRUE(p.is_cpu());
+  EXPECT_TRUE(p.is_contiguous());
+  EXPECT_TRUE(equal(p, x));
+  EXPECT_TRUE(p.pin_memory(dev).is_same(p));  // pinned already: itself
+  EXPECT_TRUE(p.view({12}).is_pinned());      // views share the pinned storage
+  EXPECT_FALSE(p.clone().is_pinned());
+  // Factories with pinned_memory(true) allocate there too; a device tensor cannot be pinned.
+  // (From the current accelerator's backend: this one, or CUDA's where a GPU is present.)
+  EXPECT_TRUE(empty({5}, TensorOptions().pinned_memory(true)).is_pinned());
+  Tensor z = zeros({2, 2}, TensorOptions(kInt64).pinned_memory(true));
+  EXPECT_TRUE(z.is_pinned());
+  EXPECT_EQ(z.sum().item<int64_t>(), 0);
+  EXPECT_NE(testing::error_message([&] {
+              p.to(dev).pin_memory(dev);
+            }).find("pin_memory: only dense CPU tensors can be pinned, got a tensor on kilntest:0"),
+            std::string::npos);
+  // Copies through pinned memory to the device and back keep the values (a backend without
+  // asynchronous copies makes non_blocking copies ordinary ones).
+  Tensor on_dev = p.to(dev, /*non_blocking=*/true);
+  Tensor back = on_dev.to(Device(kCPU), /*non_blocking=*/true);
+  EXPECT_TRUE(back.is_pinned()) << "a non-blocking copy to the host lands in pinned memory";
+  EXPECT_TRUE(equal(back, x));
+  Tensor into = empty({4, 3});
+  into.copy_(on_dev, /*non_blocking=*/true);
+  EXPECT_TRUE(equal(into, x));
+}
+
+TEST_F(DeviceBackendTest, DataLoaderPinsItsBatches) {
+  const Tensor x = iota({12, 2});
+  for (size_t workers : {0, 2}) {
+    auto loader = data::make_data_loader<data::samplers::SequentialSampler>(
+        data::datasets::TensorPairDataset(x, x.sum(1)).map(data::transforms::Stack<>()),
+        data::DataLoaderOptions(4).workers(workers).pin_memory(true));
+    int64_t row = 0;
+    for (auto& batch : *loader) {
+      EXPECT_TRUE(batch.data.is_pinned() && batch.target.is_pinned()) << workers << " workers";
+      EXPECT_TRUE(equal(batch.data, x.narrow(0, row, 4)));
+      row += 4;
+    }
+    EXPECT_EQ(row, 12);
+  }
+}
+
+TEST(PinnedMemory, WithoutABackendThatHasItIsAClearError) {
+  const Tensor x = ones({2});
+  EXPECT_NE(testing::error_message([&] {
+              x.pin_memory(Device(kCPU));
+            }).find("pin_memory: pinned memory belongs to a device backend, got device cpu"),
+            std::string::npos);
+  EXPECT_NE(
+      testing::error_message([&] { empty({2}, TensorOptions().device(kCUDA).pinned_memory(true)); })
+          .find("empty: pinned memory is host memory, so the tensor must be on the CPU, got "
+                "device cuda"),
+      std::string::npos);
+}
+
 TEST(DeviceBackendAutoload, FollowsTheEnvironment) {
   const char* expect = std::getenv("KILN_TEST_EXPECT_AUTOLOAD");
   if (!expect) GTEST_SKIP() << "run through ctest's device_backend.autoload entries";

@@ -1,7 +1,8 @@
 // A tiny out-of-tree device backend for the tests: device type PrivateUse1, named "kilntest",
 // with two devices whose memory is host memory the backend tracks. It has one native kernel
-// (add); every other op runs through the CPU fallback. tests/core/device_backend_test.cpp uses
-// it to test what the core does with a device that is not the CPU, on machines without a GPU.
+// (add), and "pinned" host memory; every other op runs through the CPU fallback.
+// tests/core/device_backend_test.cpp uses it to test what the core does with a device that is not
+// the CPU, on machines without a GPU.
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -52,6 +53,16 @@ class TestAllocator final : public kiln::Allocator {
   }
 };
 
+// "Pinned" host memory: plain host memory, counted.
+class TestHostAllocator final : public kiln::Allocator {
+ public:
+  void* allocate(size_t nbytes) override {
+    ++g_counters.pinned_allocations;
+    return std::malloc(nbytes ? nbytes : 1);
+  }
+  void deallocate(void* p, size_t) override { std::free(p); }
+};
+
 class TestBackend final : public kiln::DeviceBackend {
  public:
   kiln::DeviceType type() const override { return kiln::kPrivateUse1; }
@@ -62,6 +73,7 @@ class TestBackend final : public kiln::DeviceBackend {
     t_current = index;
   }
   kiln::Allocator* allocator() override { return &allocator_; }
+  kiln::Allocator* host_allocator() override { return &host_allocator_; }
   void copy_bytes(void* dst, kiln::Device dst_device, const void* src, kiln::Device src_device,
                   size_t nbytes) override {
     // Each side must be memory of the device it is said to be on.
@@ -77,6 +89,7 @@ class TestBackend final : public kiln::DeviceBackend {
 
  private:
   TestAllocator allocator_;
+  TestHostAllocator host_allocator_;
 };
 
 }  // namespace

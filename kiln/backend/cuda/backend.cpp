@@ -2,6 +2,7 @@
 
 #include "kiln/backend/cuda/device_assert.h"
 #include "kiln/backend/cuda/graphs.h"
+#include "kiln/backend/cuda/host_allocator.h"
 #include "kiln/backend/cuda/runtime.h"
 #include "kiln/core/error.h"
 
@@ -85,6 +86,8 @@ void CudaBackend::deallocate(void* p, size_t) {
   }
   allocators_[d]->deallocate(p);
 }
+
+Allocator* CudaBackend::host_allocator() { return &cuda::host_allocator(); }
 
 void CudaBackend::copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                              size_t nbytes) {

@@ -19,6 +19,7 @@ class CudaBackend final : public DeviceBackend, private Allocator {
   int current_device() const override;
   void set_current_device(int index) override;
   Allocator* allocator() override { return this; }
+  Allocator* host_allocator() override;
   void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                   size_t nbytes) override;
   void synchronize(int index) override;

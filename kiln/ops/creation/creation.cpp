@@ -2,6 +2,7 @@
 
 #include "kiln/backend/cpu/copy.h"
 #include "kiln/core/dispatch.h"
+#include "kiln/ops/creation/pinned.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/samples.h"
@@ -24,6 +25,7 @@ Attrs factory_attrs(SymIntList size, const TensorOptions& o) {
 }
 
 Tensor finish(Tensor t, const TensorOptions& o) {
+  if (o.pinned_memory() && !t.is_pinned()) t = t.pin_memory();
   if (o.requires_grad()) t.requires_grad_(true);
   return t;
 }
@@ -80,7 +82,8 @@ KILN_REGISTER_OP(full)
     }));
 
 KILN_REGISTER_OP(_to_copy)
-    .schema("_to_copy(Tensor self, ScalarType dtype, Device device) -> Tensor")
+    .schema(
+        "_to_copy(Tensor self, ScalarType dtype, Device device, bool non_blocking=False) -> Tensor")
     .meta([](const std::vector<Tensor>& in, const Attrs& a) {
       return meta::one_spec(in[0].sym_sizes(), a.dtype(0), a.device(1));
     })
@@ -129,7 +132,7 @@ KILN_REGISTER_OP(clone)
     }));
 
 KILN_REGISTER_OP(copy_)
-    .schema("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)")
+    .schema("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)")
     .meta([](const std::vector<Tensor>& in, const Attrs&) {
       std::vector<SymShape> shapes{in[0].sym_sizes(), in[1].sym_sizes()};
       SymShape b = meta::broadcast_shapes("copy_", shapes);
@@ -197,6 +200,7 @@ KILN_REGISTER_OP(fill_)
 
 Tensor empty(SymIntList size, const TensorOptions& o) {
   static const OpDef& op = get_op("empty");
+  if (o.pinned_memory()) return finish(empty_pinned("empty", std::move(size), o), o);
   return finish(call_op1(op, {}, factory_attrs(std::move(size), o)), o);
 }
 
@@ -429,14 +433,23 @@ Tensor clone(const Tensor& t) {
   static const OpDef& op = get_op("clone");
   return call_op1(op, {t}, {});
 }
-Tensor to(const Tensor& t, Device device, ScalarType dtype) {
+Tensor to(const Tensor& t, Device device, ScalarType dtype, bool non_blocking) {
   static const OpDef& op = get_op("_to_copy");
+  if (non_blocking && device.is_cpu() && !t.is_cpu() &&
+      !(GradMode::is_enabled() && t.requires_grad()))
+    if (Tensor out = empty_pinned_if_available(t.sizes(), dtype, t.device()); out.defined())
+      return out.copy_(t, /*non_blocking=*/true);  // as PyTorch: into pinned memory
+  if (non_blocking) return call_op1(op, {t}, {dtype, device, true});
   return call_op1(op, {t}, {dtype, device});
 }
 Tensor to(const Tensor& t, ScalarType dtype) { return to(t, t.device(), dtype); }
-Tensor& copy_(Tensor& self, const Tensor& src) {
+Tensor& copy_(Tensor& self, const Tensor& src, bool non_blocking) {
   static const OpDef& op = get_op("copy_");
-  call_op(op, {self, src}, {});
+  if (non_blocking) {
+    call_op(op, {self, src}, {true});
+  } else {
+    call_op(op, {self, src}, {});
+  }
   return self;
 }
 Tensor& fill_(Tensor& self, const Scalar& v) {
@@ -451,13 +464,13 @@ Tensor Tensor::to(ScalarType dtype, bool, bool copy) const {
   if (dtype == this->dtype() && !copy) return *this;
   return kiln::to(*this, device(), dtype);
 }
-Tensor Tensor::to(Device d, bool, bool copy) const {
+Tensor Tensor::to(Device d, bool non_blocking, bool copy) const {
   if (d == device() && !copy) return *this;
-  return kiln::to(*this, d, dtype());
+  return kiln::to(*this, d, dtype(), non_blocking);
 }
-Tensor Tensor::to(Device d, ScalarType dt, bool, bool copy) const {
+Tensor Tensor::to(Device d, ScalarType dt, bool non_blocking, bool copy) const {
   if (d == device() && dt == dtype() && !copy) return *this;
-  return kiln::to(*this, d, dt);
+  return kiln::to(*this, d, dt, non_blocking);
 }
 Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
   Tensor r =
@@ -468,8 +481,8 @@ Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
 Tensor Tensor::to(const Tensor& other) const { return to(other.device(), other.dtype()); }
 Tensor Tensor::contiguous(MemoryFormat format) const { return kiln::contiguous(*this, format); }
 Tensor Tensor::clone() const { return kiln::clone(*this); }
-Tensor& Tensor::copy_(const Tensor& src, bool) const {
-  return kiln::copy_(const_cast<Tensor&>(*this), src);
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
+  return kiln::copy_(const_cast<Tensor&>(*this), src, non_blocking);
 }
 Tensor& Tensor::fill_(const Scalar& v) const { return kiln::fill_(const_cast<Tensor&>(*this), v); }
 Tensor& Tensor::fill_(const Tensor& v) const {
