@@ -8,6 +8,7 @@
 // with the device's pointwise kernels (runs_on_device).
 #include <algorithm>
 #include <array>
+#include <map>
 #include <string>
 
 #include "kiln/autograd/grad_mode.h"
@@ -91,6 +92,27 @@ inline void update_moments(T& m, T& v, double d, double beta1, double beta2) {
 inline bool runs_on_device(const Tensor& p) {
   return !p.is_cpu() && p.dtype() == compute_dtype(p) && p.is_contiguous() &&
          p.grad().device() == p.device();
+}
+
+// The parameters of a group that have a gradient, by device (a fused optimizer op takes one
+// device's tensors), checked for what the fused ops need.
+inline std::map<std::string, std::vector<Tensor>> params_by_device(
+    const OptimizerParamGroup& group) {
+  std::map<std::string, std::vector<Tensor>> out;
+  for (const Tensor& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    KILN_CHECK(p.is_floating_point(), "optimizer: parameters must be floating point, got ",
+               dtype_name(p.dtype()));
+    KILN_CHECK(p.grad().device() == p.device(), "optimizer: the gradient of a parameter on ",
+               p.device(), " is on ", p.grad().device());
+    out[p.device().str()].push_back(p);
+  }
+  return out;
+}
+
+// A parameter's gradient in the parameter's dtype, as the fused ops take it.
+inline Tensor grad_of(const Tensor& p) {
+  return p.grad().dtype() == p.dtype() ? p.grad() : p.grad().to(p.dtype());
 }
 
 // Parameters of a group that have a gradient.

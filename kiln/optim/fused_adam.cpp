@@ -10,74 +10,34 @@
 #include "kiln/ops/meta.h"
 #include "kiln/ops/samples.h"
 #include "kiln/optim/fused.h"
+#include "kiln/optim/fused_lists.h"
 
 namespace kiln {
 namespace {
 
 using optim::compute_dtype;
 
-struct Lists {
-  int64_t n;
+const std::vector<const char*>& names(bool amsgrad) {
+  static const std::vector<const char*> with{"param", "grad", "exp_avg", "exp_avg_sq",
+                                             "max_exp_avg_sq"};
+  static const std::vector<const char*> without(with.begin(), with.end() - 1);
+  return amsgrad ? with : without;
+}
+
+struct Lists : TensorLists {
   bool amsgrad;
-  // list k (0 params, 1 grads, 2 exp_avgs, 3 exp_avg_sqs, 4 max_exp_avg_sqs), entry i
-  size_t at(int k, int64_t i) const { return static_cast<size_t>(k * n + i); }
 };
 
+// list 0 params, 1 grads, 2 exp_avgs, 3 exp_avg_sqs, 4 max_exp_avg_sqs
 Lists lists_of(const char* op, const std::vector<Tensor>& in, const Attrs& a) {
-  const bool amsgrad = a.b(5);
-  const int64_t per = amsgrad ? 5 : 4;
-  const auto size = static_cast<int64_t>(in.size());
-  KILN_CHECK(size % per == 0, op, ": expected ", per,
-             " lists of equal length (params, grads, exp_avgs, exp_avg_sqs",
-             amsgrad ? ", max_exp_avg_sqs" : "", "), got ", size, " tensors in all");
-  const Lists l{size / per, amsgrad};
-  KILN_CHECK(static_cast<int64_t>(a.ints(7).size()) == l.n, op, ": expected ", l.n,
-             " step counts, one per parameter, got ", a.ints(7).size());
-  return l;
+  return {tensor_lists(op, in, names(a.b(5)), a.ints(7)), a.b(5)};
 }
 
 std::vector<TensorSpec> fused_adam_meta(const char* op, const std::vector<Tensor>& in,
                                         const Attrs& a) {
-  const Lists l = lists_of(op, in, a);
-  static const char* kNames[] = {"param", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
-  const int lists = l.amsgrad ? 5 : 4;
-  std::vector<TensorSpec> out;
-  for (int64_t i = 0; i < l.n; ++i) {
-    const Tensor& p = in[l.at(0, i)];
-    KILN_CHECK(p.defined() && p.is_floating_point(), op, ": param ", i,
-               " must be a floating point tensor, got ", p.defined() ? p.dtype() : ScalarType());
-    KILN_CHECK(a.ints(7)[i] >= 1, op, ": step counts start at 1, got ", a.ints(7)[i], " for param ",
-               i);
-    for (int k = 1; k < lists; ++k) {
-      const Tensor& t = in[l.at(k, i)];
-      const ScalarType want = k == 1 ? p.dtype() : compute_dtype(p);
-      KILN_CHECK(t.defined() && t.sym_sizes() == p.sym_sizes() && t.dtype() == want &&
-                     t.device() == p.device(),
-                 op, ": ", kNames[k], " ", i, " must be ", want, p.sym_sizes(), " on ", p.device(),
-                 " like its param, got ", t.defined() ? t.dtype() : ScalarType(),
-                 t.defined() ? t.sym_sizes() : SymIntArrayRef(),
-                 t.defined() ? " on " + t.device().str() : std::string());
-    }
-    KILN_CHECK(p.device() == in[l.at(0, 0)].device(), op,
-               ": all tensors must be on one device, got param 0 on ", in[l.at(0, 0)].device(),
-               " and param ", i, " on ", p.device());
-  }
-  for (int k : {0, 2, 3, 4}) {
-    if (k == 4 && !l.amsgrad) break;
-    for (int64_t i = 0; i < l.n; ++i) {
-      const size_t j = l.at(k, i);
-      TensorSpec s = meta::spec(in[j].sym_sizes(), in[j].dtype(), in[j].device());
-      s.inplace_of = static_cast<int>(j);
-      out.push_back(std::move(s));
-    }
-  }
-  return out;
-}
-
-// t itself when contiguous, else a contiguous copy (written back by `restore`).
-Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
-void restore(const Tensor& t, const Tensor& work) {
-  if (!work.is_same(t)) t.copy_(work);
+  const bool amsgrad = a.b(5);
+  return tensor_lists_meta(op, in, names(amsgrad), a.ints(7),
+                           amsgrad ? std::vector<int>{0, 2, 3, 4} : std::vector<int>{0, 2, 3});
 }
 
 void fused_adam_cpu(const std::vector<Tensor>& in, const Attrs& a, bool decoupled) {
@@ -92,8 +52,8 @@ void fused_adam_cpu(const std::vector<Tensor>& in, const Attrs& a, bool decouple
     const double inv_sqrt_bc2 = 1 / std::sqrt(1 - std::pow(beta2, t));
     const double decay = decoupled ? 1 - lr * wd : 1;
     const double l2 = decoupled ? 0 : wd;
-    Tensor m = dense(in[l.at(2, i)]), v = dense(in[l.at(3, i)]);
-    Tensor vmax = l.amsgrad ? dense(in[l.at(4, i)]) : v;
+    Tensor m = dense_state(in[l.at(2, i)]), v = dense_state(in[l.at(3, i)]);
+    Tensor vmax = l.amsgrad ? dense_state(in[l.at(4, i)]) : v;
     // In the parameter's compute dtype, as PyTorch does, so that the loops vectorise (this
     // file is built with -fno-math-errno for the square roots).
     optim::fused_update<3>(
@@ -120,9 +80,9 @@ void fused_adam_cpu(const std::vector<Tensor>& in, const Attrs& a, bool decouple
             }
           }
         });
-    restore(in[l.at(2, i)], m);
-    restore(in[l.at(3, i)], v);
-    if (l.amsgrad) restore(in[l.at(4, i)], vmax);
+    write_back(in[l.at(2, i)], m);
+    write_back(in[l.at(3, i)], v);
+    if (l.amsgrad) write_back(in[l.at(4, i)], vmax);
   }
 }
 
@@ -253,11 +213,7 @@ void call_fused_adam(const OpDef& op, const std::vector<Tensor>& params,
                      const std::vector<Tensor>& exp_avg_sqs,
                      const std::vector<Tensor>& max_exp_avg_sqs, const std::vector<int64_t>& steps,
                      const FusedAdamOptions& o) {
-  std::vector<Tensor> in;
-  in.reserve(params.size() * 5);
-  for (const auto* l : {&params, &grads, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs})
-    in.insert(in.end(), l->begin(), l->end());
-  call_op(op, std::move(in),
+  call_op(op, concat_lists({&params, &grads, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs}),
           {o.lr, o.beta1, o.beta2, o.weight_decay, o.eps, o.amsgrad, o.maximize, steps});
 }
 

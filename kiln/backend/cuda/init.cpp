@@ -5,7 +5,7 @@
 #include "kiln/backend/cuda/composite.h"
 #include "kiln/backend/cuda/copy.h"
 #include "kiln/backend/cuda/gemm.h"
-#include "kiln/backend/cuda/fused_adam.h"
+#include "kiln/backend/cuda/fused_optim.h"
 #include "kiln/backend/cuda/index.h"
 #include "kiln/backend/cuda/norm.h"
 #include "kiln/backend/cuda/pointwise_kernel.h"
@@ -26,6 +26,6 @@ extern "C" __attribute__((visibility("default"))) void kiln_device_backend_init(
     kiln::cuda::register_index_kernels();
     kiln::cuda::register_norm_kernels();
     kiln::cuda::register_composite_kernels();
-    kiln::cuda::register_fused_adam_kernels();
+    kiln::cuda::register_fused_optimizer_kernels();
   });
 }

@@ -59,15 +59,14 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, con
   Tensor scores = batched_product(q, k.transpose(-2, -1)) * attention::resolve_scale(q, a);
   if (a.b(0)) {
     const int64_t l = q.sym_size(-2).guard_int(), s = k.sym_size(-2).guard_int();
-    Tensor allowed = ones({l, s}, TensorOptions(kBool).device(q.device())).tril();
-    scores = scores.masked_fill(allowed.logical_not(), -INFINITY);
-  } else if (mask.defined()) {
-    scores =
-        mask.dtype() == kBool ? scores.masked_fill(mask.logical_not(), -INFINITY) : scores + mask;
+    Tensor masked = ones({l, s}, TensorOptions(kBool).device(q.device())).triu(1);
+    // The causal mask is aligned top-left, so every row keeps key 0 and none is fully masked.
+    return scores.masked_fill(masked, -INFINITY).softmax(-1);
   }
-  Tensor p = scores.softmax(-1);
-  if (a.b(0) || mask.defined()) p = p.masked_fill(scores.amax({-1}, true) == -INFINITY, 0);
-  return p;
+  if (!mask.defined()) return scores.softmax(-1);
+  scores =
+      mask.dtype() == kBool ? scores.masked_fill(mask.logical_not(), -INFINITY) : scores + mask;
+  return scores.softmax(-1).masked_fill(scores.amax({-1}, true) == -INFINITY, 0);
 }
 
 // Sums a gradient of repeated key/value heads back onto the shared heads.

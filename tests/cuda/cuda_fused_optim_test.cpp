@@ -1,26 +1,30 @@
-// _fused_adam_ and _fused_adamw_ on a GPU (one launch per 60 parameters of a dtype) against the
-// CPU through optim::Adam and optim::AdamW, and the kernel's source without a GPU.
-#include "kiln/backend/cuda/fused_adam.h"
+// _fused_adam_, _fused_adamw_ and _fused_sgd_ on a GPU (one launch per 56 parameters of a
+// dtype) against the CPU through optim::Adam, AdamW and SGD, and the kernels' sources without a
+// GPU.
+#include "kiln/backend/cuda/fused_optim.h"
 #include "kiln/backend/cuda/nvrtc_program.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace kiln {
 namespace {
 
-TEST(CudaFusedAdamSource, EveryParameterDtypeCompiles) {
-  for (ScalarType dt : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
-    const std::string name = "kiln_test_fused_adam_" + std::string(dtype_name(dt));
-    SCOPED_TRACE(name);
-    std::string ptx;
-    try {
-      ptx = cuda::compile_to_ptx(cuda::fused_adam_source(dt, name), name, "compute_90");
-    } catch (const Error& e) {
-      ADD_FAILURE() << e.what();
-      continue;
+TEST(CudaFusedOptimizerSource, EveryParameterDtypeCompiles) {
+  for (auto kind : {cuda::FusedOptimizer::Adam, cuda::FusedOptimizer::SGD})
+    for (ScalarType dt : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+      const std::string name = "kiln_test_fused_" + std::to_string(static_cast<int>(kind)) + "_" +
+                               std::string(dtype_name(dt));
+      SCOPED_TRACE(name);
+      std::string ptx;
+      try {
+        ptx =
+            cuda::compile_to_ptx(cuda::fused_optimizer_source(kind, dt, name), name, "compute_90");
+      } catch (const Error& e) {
+        ADD_FAILURE() << e.what();
+        continue;
+      }
+      EXPECT_NE(ptx.find(".entry " + name + "("), std::string::npos);
     }
-    EXPECT_NE(ptx.find(".entry " + name + "("), std::string::npos);
-  }
-  EXPECT_THROW(cuda::fused_adam_source(kInt32, "k"), Error);
+  EXPECT_THROW(cuda::fused_optimizer_source(cuda::FusedOptimizer::Adam, kInt32, "k"), Error);
 }
 
 // 130 parameters (three launches of float32, one of each other dtype): matrices, a transposed
@@ -54,7 +58,7 @@ std::vector<Tensor> run_steps(Device device, const Options& options, int steps) 
   std::vector<Tensor> out;
   for (const Tensor& p : ps) {
     out.push_back(p.detach().cpu());
-    for (const char* b : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"})
+    for (const char* b : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer"})
       if (const Tensor* t = opt.state().at(p.impl()).buffers.find(b)) out.push_back(t->cpu());
   }
   return out;
@@ -76,12 +80,16 @@ void expect_gpu_matches_cpu(const Options& options) {
   }
 }
 
-TEST(CudaFusedAdam, AdamAndAdamWOverManyParametersMatchTheCpu) {
+TEST(CudaFusedOptimizers, AdamAdamWAndSgdOverManyParametersMatchTheCpu) {
   REQUIRE_GPU();
   expect_gpu_matches_cpu<optim::AdamW>(optim::AdamWOptions(1e-2).weight_decay(0.1));
   expect_gpu_matches_cpu<optim::Adam>(optim::AdamOptions(1e-2).weight_decay(0.05).amsgrad(true));
   expect_gpu_matches_cpu<optim::Adam>(optim::AdamOptions(3e-3).maximize(true));
-  for (const char* op : {"_fused_adam_", "_fused_adamw_"})
+  expect_gpu_matches_cpu<optim::SGD>(optim::SGDOptions(0.1));
+  expect_gpu_matches_cpu<optim::SGD>(
+      optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-3));
+  expect_gpu_matches_cpu<optim::SGD>(optim::SGDOptions(0.05).momentum(0.8).dampening(0.2));
+  for (const char* op : {"_fused_adam_", "_fused_adamw_", "_fused_sgd_"})
     EXPECT_FALSE(testing::fell_back(op)) << op << " fell back";
 }
 
