@@ -129,6 +129,19 @@ int main() {
     std::printf("gpt_adamw_step %.9f\n", median_seconds([&] { opt.step(); }, 10));
   }
   {
+    // A ResNet layer's 3x3 convolution, forward and both gradients (cuDNN on both sides).
+    Tensor x = randn({32, 64, 56, 56}).to(kCUDA).to(kBFloat16).requires_grad_(true);
+    Tensor w = (randn({64, 64, 3, 3}) * 0.05).to(kCUDA).to(kBFloat16).requires_grad_(true);
+    Tensor gy = randn({32, 64, 56, 56}).to(kCUDA).to(kBFloat16);
+    std::printf("conv_bf16_3x3_fwd_bwd %.9f\n", median_seconds(
+                                                     [&] {
+                                                       Tensor y = convolution(x, w, {}, {1}, {1},
+                                                                              {1}, false, {0}, 1);
+                                                       y.backward(gy);
+                                                     },
+                                                     10));
+  }
+  {
     // Host to device, 256 MiB: from pageable memory, and from pinned memory without waiting.
     Tensor host = randn({int64_t{1} << 26}), pinned = host.pin_memory();
     std::printf("h2d_pageable_f32_2^26 %.9f\n",

@@ -140,6 +140,12 @@ def torch_cases():
         step()
     out["mlp_step_graph"] = median_seconds(g.replay, 50)
     gpt_step_seconds(out)
+    x = torch.randn(32, 64, 56, 56, device="cuda").bfloat16().requires_grad_()
+    w = (torch.randn(64, 64, 3, 3, device="cuda") * 0.05).bfloat16().requires_grad_()
+    gy = torch.randn(32, 64, 56, 56, device="cuda").bfloat16()
+    out["conv_bf16_3x3_fwd_bwd"] = median_seconds(
+        lambda: torch.nn.functional.conv2d(x, w, padding=1).backward(gy), 10)
+    del x, w, gy
     host = torch.randn(1 << 26)
     pinned = host.pin_memory()
     out["h2d_pageable_f32_2^26"] = median_seconds(lambda: host.to("cuda"), 5)
@@ -161,6 +167,7 @@ WORK = {
     "embedding_bf16_8x1024x768": ("GB/s", 2 * 2 * 8192 * 768 + 8 * 8192),
     "cross_entropy_f32_8192x4096": ("GB/s", 4 * 8192 * 4096 + 8 * 8192),
     "mm_bf16_8192": ("TFLOP/s", 2 * 8192**3),
+    "conv_bf16_3x3_fwd_bwd": ("TFLOP/s", 3 * 2 * 32 * 64 * 56 * 56 * 64 * 9),
     "h2d_pageable_f32_2^26": ("GB/s", 4 * (1 << 26)),
     "h2d_pinned_f32_2^26": ("GB/s", 4 * (1 << 26)),
     "mm_f32_4096": ("TFLOP/s", 2 * 4096 * 4096 * 8192),

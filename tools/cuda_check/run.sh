@@ -8,7 +8,9 @@ OUT=${OUT:-/tmp/cuda-check}
 mkdir -p "$OUT"
 B=$(mktemp -d)
 tar -xJf build/cuda-bundle.tar.xz -C "$B"
-export LD_LIBRARY_PATH="$B/lib:$B/lib/kiln/backends:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+# cuDNN (the backend links it) from PyTorch's wheel where the toolkit's folder has none.
+CUDNN_LIB=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
+export LD_LIBRARY_PATH="$B/lib:$B/lib/kiln/backends:/usr/local/cuda/lib64:${CUDNN_LIB:-}:${LD_LIBRARY_PATH:-}"
 export KILN_CACHE_DIR="$B/cache"
 export KILN_TEST_BACKEND_PATH="$B/lib/libkiln_test_backend.so"
 nvidia-smi -L

@@ -4,6 +4,7 @@
 #include "kiln/backend/cuda/backend.h"
 #include "kiln/backend/cuda/composite.h"
 #include "kiln/backend/cuda/copy.h"
+#include "kiln/backend/cuda/cudnn_conv.h"
 #include "kiln/backend/cuda/gemm.h"
 #include "kiln/backend/cuda/fused_optim.h"
 #include "kiln/backend/cuda/index.h"
@@ -27,5 +28,6 @@ extern "C" __attribute__((visibility("default"))) void kiln_device_backend_init(
     kiln::cuda::register_norm_kernels();
     kiln::cuda::register_composite_kernels();
     kiln::cuda::register_fused_optimizer_kernels();
+    kiln::cuda::register_cudnn_conv_kernels();
   });
 }
