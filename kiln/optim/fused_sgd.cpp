@@ -35,24 +35,27 @@ void fused_sgd_cpu(const std::vector<Tensor>& in, std::vector<Tensor>&, const At
   NoGradGuard no_grad;
   for (int64_t i = 0; i < l.n; ++i) {
     const Tensor &p = in[l.at(0, i)], &g = in[l.at(1, i)];
+    // In the parameter's compute dtype, as PyTorch does, so that the loops vectorise.
     if (mom == 0) {
-      optim::fused_update<0>(p, g, {}, [&](auto* w, const auto* gr, auto, int64_t b, int64_t e) {
-        for (int64_t j = b; j < e; ++j) w[j] -= lr * (sign * gr[j] + wd * w[j]);
+      optim::fused_update<0>(p, g, {}, [&]<class T>(T* w, const T* gr, auto, int64_t b, int64_t e) {
+        const T c_lr = lr, c_sign = sign, c_wd = wd;
+        for (int64_t j = b; j < e; ++j) w[j] -= c_lr * (c_sign * gr[j] + c_wd * w[j]);
       });
       continue;
     }
     const bool first = a.ints(6)[i] == 1;
     Tensor buf = dense_state(in[l.at(2, i)]);
-    optim::fused_update<1>(p, g, {&buf},
-                           [&](auto* w, const auto* gr, auto st, int64_t b, int64_t e) {
-                             auto* m = st[0];
-                             for (int64_t j = b; j < e; ++j) {
-                               const double d = sign * gr[j] + wd * w[j];
-                               const double v = first ? d : mom * m[j] + (1 - damp) * d;
-                               m[j] = v;
-                               w[j] -= lr * (nesterov ? d + mom * v : v);
-                             }
-                           });
+    optim::fused_update<1>(
+        p, g, {&buf}, [&]<class T>(T* w, const T* gr, auto st, int64_t b, int64_t e) {
+          T* m = st[0];
+          const T c_lr = lr, c_sign = sign, c_wd = wd, c_mom = mom, c_1md = 1 - damp;
+          for (int64_t j = b; j < e; ++j) {
+            const T d = c_sign * gr[j] + c_wd * w[j];
+            const T v = first ? d : c_mom * m[j] + c_1md * d;
+            m[j] = v;
+            w[j] -= c_lr * (nesterov ? d + c_mom * v : v);
+          }
+        });
     write_back(in[l.at(2, i)], buf);
   }
 }
