@@ -126,7 +126,7 @@ constexpr size_t kFindWorkspace = size_t{256} << 20;
 // bfloat16 convolution at 3% of the rate PyTorch reached on the H100. `find(perf, n, &found,
 // workspace, bytes)` is one of cudnnFindConvolution*AlgorithmEx.
 template <class Perf, class FindFn>
-Perf fastest(const char* op, const std::string& geometry, const Tensor& like, const FindFn& find) {
+Perf measured(const char* op, const std::string& geometry, const Tensor& like, const FindFn& find) {
   static std::mutex mu;
   static auto* known = new std::unordered_map<std::string, Perf>();
   const std::string key = std::to_string(device_of(like)) + ":" + geometry;
@@ -151,6 +151,21 @@ Perf fastest(const char* op, const std::string& geometry, const Tensor& like, co
     return known->emplace(key, perf[i]).first->second;
   }
   KILN_FAIL(op, ": cuDNN has no algorithm for this convolution");
+}
+
+// An algorithm to run, with its workspace; the descriptor's math type set to the algorithm's.
+template <class Algo>
+struct Chosen {
+  Algo algo;
+  Tensor workspace;
+  size_t bytes;
+};
+template <class Perf, class FindFn>
+auto fastest(const char* op, cudnnConvolutionDescriptor_t conv, const std::string& geometry,
+             const Tensor& like, const FindFn& find) {
+  const Perf perf = measured<Perf>(op, geometry, like, find);
+  check(cudnnSetConvolutionMathType(conv, perf.mathType), op, "setting the math type");
+  return Chosen<decltype(perf.algo)>{perf.algo, workspace(perf.memory, like), perf.memory};
 }
 
 // The key of a call's geometry.
@@ -190,37 +205,31 @@ void convolve(const char* op, const Tensor& x, const Tensor& w, const Tensor& y,
   const Scale s(dt);
   if (!p.transposed) {
     Descriptors d(op, dt, x.sizes(), w.sizes(), y.sizes(), p);
-    const auto perf = fastest<cudnnConvolutionFwdAlgoPerf_t>(
-        op, geometry_key('f', dt, x.sizes(), w.sizes(), y.sizes(), p), y,
+    const auto c = fastest<cudnnConvolutionFwdAlgoPerf_t>(
+        op, d.conv_, geometry_key('f', dt, x.sizes(), w.sizes(), y.sizes(), p), y,
         [&](auto* out, int n, int* found, void* ws, size_t bytes) {
           return cudnnFindConvolutionForwardAlgorithmEx(h, d.x_, x.data_ptr(), d.w_, w.data_ptr(),
                                                         d.conv_, d.y_, y.data_ptr(), n, found, out,
                                                         ws, bytes);
         });
-    check(cudnnSetConvolutionMathType(d.conv_, perf.mathType), op, "setting the math type");
-    const auto algo = perf.algo;
-    const size_t bytes = perf.memory;
-    const Tensor ws = workspace(bytes, y);
-    check(cudnnConvolutionForward(h, s.one(), d.x_, x.data_ptr(), d.w_, w.data_ptr(), d.conv_, algo,
-                                  ws.data_ptr(), bytes, s.zero(), d.y_, y.data_ptr()),
-          op, "cudnnConvolutionForward");
+    check(
+        cudnnConvolutionForward(h, s.one(), d.x_, x.data_ptr(), d.w_, w.data_ptr(), d.conv_, c.algo,
+                                c.workspace.data_ptr(), c.bytes, s.zero(), d.y_, y.data_ptr()),
+        op, "cudnnConvolutionForward");
     return;
   }
   // The transposed convolution of x is the data gradient of the convolution y -> x.
   Descriptors d(op, dt, y.sizes(), w.sizes(), x.sizes(), p);
-  const auto perf = fastest<cudnnConvolutionBwdDataAlgoPerf_t>(
-      op, geometry_key('d', dt, y.sizes(), w.sizes(), x.sizes(), p), y,
+  const auto c = fastest<cudnnConvolutionBwdDataAlgoPerf_t>(
+      op, d.conv_, geometry_key('d', dt, y.sizes(), w.sizes(), x.sizes(), p), y,
       [&](auto* out, int n, int* found, void* ws, size_t bytes) {
         return cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w_, w.data_ptr(), d.y_,
                                                            x.data_ptr(), d.conv_, d.x_,
                                                            y.data_ptr(), n, found, out, ws, bytes);
       });
-  check(cudnnSetConvolutionMathType(d.conv_, perf.mathType), op, "setting the math type");
-  const auto algo = perf.algo;
-  const size_t bytes = perf.memory;
-  const Tensor ws = workspace(bytes, y);
   check(cudnnConvolutionBackwardData(h, s.one(), d.w_, w.data_ptr(), d.y_, x.data_ptr(), d.conv_,
-                                     algo, ws.data_ptr(), bytes, s.zero(), d.x_, y.data_ptr()),
+                                     c.algo, c.workspace.data_ptr(), c.bytes, s.zero(), d.x_,
+                                     y.data_ptr()),
         op, "cudnnConvolutionBackwardData");
 }
 
@@ -231,25 +240,32 @@ void weight_gradient(const char* op, const Tensor& gy, const Tensor& x, const Te
   const ScalarType dt = gw.dtype();
   const Scale s(dt);
   Descriptors d(op, dt, x.sizes(), gw.sizes(), gy.sizes(), p);
-  const auto perf = fastest<cudnnConvolutionBwdFilterAlgoPerf_t>(
-      op, geometry_key('w', dt, x.sizes(), gw.sizes(), gy.sizes(), p), gw,
+  const auto c = fastest<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      op, d.conv_, geometry_key('w', dt, x.sizes(), gw.sizes(), gy.sizes(), p), gw,
       [&](auto* out, int n, int* found, void* ws, size_t bytes) {
         return cudnnFindConvolutionBackwardFilterAlgorithmEx(
             h, d.x_, x.data_ptr(), d.y_, gy.data_ptr(), d.conv_, d.w_, gw.data_ptr(), n, found, out,
             ws, bytes);
       });
-  check(cudnnSetConvolutionMathType(d.conv_, perf.mathType), op, "setting the math type");
-  const auto algo = perf.algo;
-  const size_t bytes = perf.memory;
-  const Tensor ws = workspace(bytes, gw);
   check(cudnnConvolutionBackwardFilter(h, s.one(), d.x_, x.data_ptr(), d.y_, gy.data_ptr(), d.conv_,
-                                       algo, ws.data_ptr(), bytes, s.zero(), d.w_, gw.data_ptr()),
+                                       c.algo, c.workspace.data_ptr(), c.bytes, s.zero(), d.w_,
+                                       gw.data_ptr()),
         op, "cudnnConvolutionBackwardFilter");
 }
 
-// A contiguous result with out's sizes and dtype: out itself when it is one.
-Tensor result_like(const Tensor& out) {
-  return out.is_contiguous() ? out : empty(out.sizes(), out.options());
+// Runs compute(result) on a contiguous result with out's sizes and dtype (out itself when it is
+// one), unless out is empty, or inputs a or b are (a zero result), and leaves it in out.
+template <class F>
+void into(const Tensor& out, const Tensor& a, const Tensor& b, const F& compute) {
+  Tensor r = out.is_contiguous() ? out : empty(out.sizes(), out.options());
+  if (r.numel() > 0) {
+    if (a.numel() == 0 || b.numel() == 0) {
+      r.zero_();
+    } else {
+      compute(r);
+    }
+  }
+  if (!r.is_same(out)) out.copy_(r);
 }
 
 bool takes(const std::vector<Tensor>& in, const Tensor& out, int dev) {
@@ -263,20 +279,13 @@ void convolution_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out,
   if (!takes(in, out[0], dev)) return cpu_fallback(op, in, out, a);
   NoGradGuard no_grad;
   const conv::Params p = conv::params("convolution", a, in[0].dim() - 2);
-  Tensor y = result_like(out[0]);
-  if (y.numel() > 0) {
-    if (in[0].numel() == 0 || in[1].numel() == 0) {
-      y.zero_();
-    } else {
-      convolve("convolution", dense(in[0]), dense(in[1]), y, p);
-    }
-    if (in[2].defined()) {
-      std::vector<int64_t> shape(static_cast<size_t>(y.dim() - 1), 1);
-      shape[0] = -1;
-      y.add_(in[2].view(shape));
-    }
+  into(out[0], in[0], in[1],
+       [&](const Tensor& y) { convolve("convolution", dense(in[0]), dense(in[1]), y, p); });
+  if (in[2].defined() && out[0].numel() > 0) {
+    std::vector<int64_t> shape(static_cast<size_t>(out[0].dim() - 1), 1);
+    shape[0] = -1;
+    out[0].add_(in[2].view(shape));
   }
-  if (!y.is_same(out[0])) out[0].copy_(y);
 }
 
 // attrs: stride, padding, dilation, groups, weight_sizes.
@@ -292,15 +301,8 @@ void weight_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, cons
   p.padding = conv::expand(name, "padding", a.ints(1), nd);
   p.dilation = conv::expand(name, "dilation", a.ints(2), nd);
   p.groups = a.i(3);
-  Tensor gw = result_like(out[0]);
-  if (gw.numel() > 0) {
-    if (in[0].numel() == 0 || in[1].numel() == 0) {
-      gw.zero_();
-    } else {
-      weight_gradient(name, dense(in[0]), dense(in[1]), gw, p);
-    }
-  }
-  if (!gw.is_same(out[0])) out[0].copy_(gw);
+  into(out[0], in[0], in[1],
+       [&](const Tensor& gw) { weight_gradient(name, dense(in[0]), dense(in[1]), gw, p); });
 }
 
 }  // namespace
