@@ -309,3 +309,27 @@ TEST(ClipGrad, NormAndValue) {
   nn::utils::vector_to_parameters(kiln::tensor({7.0, 8.0, 9.0}, kFloat64), {a, b});
   EXPECT_DOUBLE_EQ(b[0].item<double>(), 9.0);
 }
+
+// An optimizer step changes every parameter in place, so a graph that saved any of them (not only
+// the first of the fused op's list) refuses to run backward afterwards, as PyTorch's does.
+TEST(Optimizers, AStepBumpsTheVersionOfEveryParameter) {
+  for (bool adam : {false, true}) {
+    Tensor w0 = randn({3}).requires_grad_(true), w1 = randn({3}).requires_grad_(true);
+    w0.mutable_grad() = ones({3});
+    w1.mutable_grad() = ones({3});
+    std::unique_ptr<optim::Optimizer> opt;
+    if (adam) {
+      opt = std::make_unique<optim::Adam>(std::vector<Tensor>{w0, w1}, optim::AdamOptions(0.1));
+    } else {
+      opt = std::make_unique<optim::SGD>(std::vector<Tensor>{w0, w1}, optim::SGDOptions(0.1));
+    }
+    Tensor loss = (w1 * w1).sum();  // saves w1, the second parameter
+    opt->step();
+    try {
+      loss.backward();
+      ADD_FAILURE() << (adam ? "Adam" : "SGD") << ": backward through a changed parameter ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("inplace operation"), std::string::npos) << e.what();
+    }
+  }
+}
