@@ -205,6 +205,19 @@ Placement placement(size_t nbytes) {
   return {align, nbytes == 0 ? granule : (nbytes + granule - 1) / granule * granule, cached};
 }
 
+// Live bytes and their peak. Relaxed atomics: the counts are statistics, read between ops.
+std::atomic<int64_t> allocated_bytes{0};
+std::atomic<int64_t> peak_bytes{0};
+
+void count_allocation(size_t nbytes) {
+  const int64_t now =
+      allocated_bytes.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed) +
+      static_cast<int64_t>(nbytes);
+  int64_t peak = peak_bytes.load(std::memory_order_relaxed);
+  while (now > peak && !peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
 [[noreturn]] void throw_out_of_memory(size_t nbytes) {
   throw OutOfMemoryError(detail::str_cat("CPU allocator: cannot allocate ", nbytes, " bytes (",
                                          static_cast<double>(nbytes) / double(1 << 30), " GiB)"));
@@ -214,6 +227,23 @@ class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
     if (nbytes > size_t{PTRDIFF_MAX} / 2) throw_out_of_memory(nbytes);  // rounding must not wrap
+    void* p = take_or_allocate(nbytes);
+    count_allocation(nbytes);
+    return p;
+  }
+  void deallocate(void* p, size_t nbytes) override {
+    allocated_bytes.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+    const Placement at = placement(nbytes);
+    if (at.cached && cached_buffers().put(p, at.rounded)) return;
+    if (at.small && small_slots_enabled.load(std::memory_order_relaxed)) {
+      SmallBufferSlots* slots = SmallBufferSlots::of_this_thread();
+      if (slots && slots->put(p, at.rounded)) return;
+    }
+    std::free(p);
+  }
+
+ private:
+  static void* take_or_allocate(size_t nbytes) {
     const Placement at = placement(nbytes);
     if (at.cached) {
       if (void* p = cached_buffers().take(at.rounded)) return p;
@@ -236,15 +266,6 @@ class CpuAllocator final : public Allocator {
     if (at.align == kHugePage) madvise(p, at.rounded, MADV_HUGEPAGE);  // advice: errors are fine
 #endif
     return p;
-  }
-  void deallocate(void* p, size_t nbytes) override {
-    const Placement at = placement(nbytes);
-    if (at.cached && cached_buffers().put(p, at.rounded)) return;
-    if (at.small && small_slots_enabled.load(std::memory_order_relaxed)) {
-      SmallBufferSlots* slots = SmallBufferSlots::of_this_thread();
-      if (slots && slots->put(p, at.rounded)) return;
-    }
-    std::free(p);
   }
 };
 
@@ -272,6 +293,12 @@ void set_cache_limit(size_t bytes) {
   if (bytes == 0) empty_cache();
 }
 size_t cache_limit() { return cached_buffers().limit(); }
+
+int64_t memory_allocated() { return allocated_bytes.load(std::memory_order_relaxed); }
+int64_t max_memory_allocated() { return peak_bytes.load(std::memory_order_relaxed); }
+void reset_peak_memory_stats() {
+  peak_bytes.store(allocated_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
 
 }  // namespace cpu
 }  // namespace kiln

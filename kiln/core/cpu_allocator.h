@@ -10,6 +10,7 @@
 // all, for its next requests, without a lock (glibc serves these sizes from shared bins, after
 // merging the small chunks freed since the last such request).
 #include <cstddef>
+#include <cstdint>
 
 namespace kiln::cpu {
 
@@ -24,5 +25,13 @@ size_t thread_cached_bytes();
 // variable is set.
 void set_cache_limit(size_t bytes);
 size_t cache_limit();
+
+// Bytes held by live CPU tensors (their requested sizes; cached buffers not counted), and the
+// most held since the start or the last reset_peak_memory_stats(): torch.cuda's
+// memory_allocated / max_memory_allocated for the host, what a training step's peak memory is
+// measured with.
+int64_t memory_allocated();
+int64_t max_memory_allocated();
+void reset_peak_memory_stats();
 
 }  // namespace kiln::cpu

@@ -126,5 +126,30 @@ TEST(CpuAllocator, SmallBuffersSixteenLargerSixtyFourByteAligned) {
   }
 }
 
+// memory_allocated counts the bytes live tensors hold, whether their buffer came fresh, from the
+// cache or from a thread's slots; the peak is the most held since the last reset.
+TEST(CpuAllocator, CountsLiveBytesAndTheirPeak) {
+  const int64_t base = cpu::memory_allocated();
+  cpu::reset_peak_memory_stats();
+  EXPECT_EQ(cpu::max_memory_allocated(), base);
+  {
+    Tensor big = empty({1 << 20}, kFloat32);  // 4 MB: the shared cache's size
+    Tensor small = empty({1000}, kFloat32);   // 4000 bytes: a thread slot's size
+    EXPECT_EQ(cpu::memory_allocated(), base + (4 << 20) + 4000);
+  }
+  EXPECT_EQ(cpu::memory_allocated(), base);
+  EXPECT_EQ(cpu::max_memory_allocated(), base + (4 << 20) + 4000);
+  { Tensor again = empty({1 << 20}, kFloat32); }  // reuses the cached buffer: counted the same
+  EXPECT_EQ(cpu::max_memory_allocated(), base + (4 << 20) + 4000);
+  cpu::reset_peak_memory_stats();
+  EXPECT_EQ(cpu::max_memory_allocated(), base);
+  // An op's temporaries count towards the peak, and its freed ones leave the current count.
+  const Tensor x = ones({1 << 18}, kFloat32);
+  cpu::reset_peak_memory_stats();
+  const Tensor y = (x * 2 + 1).sum();
+  EXPECT_EQ(y.item<float>(), 3.0f * (1 << 18));
+  EXPECT_GE(cpu::max_memory_allocated(), cpu::memory_allocated() + (1 << 20));
+}
+
 }  // namespace
 }  // namespace kiln
