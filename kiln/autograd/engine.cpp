@@ -27,25 +27,30 @@ struct ReadyOrder {  // later nodes first, as PyTorch's CPU ready queue
   bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
 };
 
-// The callbacks queued by each backward pass running on this thread, innermost last.
-thread_local std::vector<std::vector<std::function<void()>>*> final_callbacks;
+// Each backward pass running on this thread, innermost last: whether it keeps the graph, and
+// the callbacks queued for its end.
+class PassFrame;
+thread_local std::vector<PassFrame*> passes;
 
-// Pushes a frame for queue_callback for the lifetime of one backward pass.
-class CallbackFrame {
+// Pushes a pass's frame for its lifetime.
+class PassFrame {
  public:
-  CallbackFrame() { final_callbacks.push_back(&callbacks_); }
-  ~CallbackFrame() { final_callbacks.pop_back(); }
-  CallbackFrame(const CallbackFrame&) = delete;
-  CallbackFrame& operator=(const CallbackFrame&) = delete;
-  void run() {
+  explicit PassFrame(bool keep_graph) : keep_graph_(keep_graph) { passes.push_back(this); }
+  ~PassFrame() { passes.pop_back(); }
+  PassFrame(const PassFrame&) = delete;
+  PassFrame& operator=(const PassFrame&) = delete;
+  void queue(std::function<void()> callback) { callbacks_.push_back(std::move(callback)); }
+  void run_callbacks() {
     for (size_t i = 0; i < callbacks_.size(); ++i) {
       auto callback = std::move(callbacks_[i]);  // moved out: the callback may queue more
       callback();
     }
     callbacks_.clear();
   }
+  bool keep_graph() const { return keep_graph_; }
 
  private:
+  bool keep_graph_;
   std::vector<std::function<void()>> callbacks_;
 };
 
@@ -130,7 +135,7 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
   }
 
   AutoGradMode mode(create_graph);
-  CallbackFrame frame;
+  PassFrame frame(keep_graph);
   std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
   std::unordered_map<Node*, std::shared_ptr<Node>> alive;  // keeps roots' nodes alive
   for (auto& [e, g] : root_grads) {
@@ -182,7 +187,7 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
     alive.erase(n);
   }
 
-  frame.run();
+  frame.run_callbacks();
 
   if (inputs && !allow_unused) {
     for (size_t i = 0; i < captured.size(); ++i)
@@ -195,10 +200,10 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
 }  // namespace
 
 void queue_callback(std::function<void()> callback) {
-  KILN_CHECK(!final_callbacks.empty(),
+  KILN_CHECK(!passes.empty(),
              "queue_callback: no backward pass is running on this thread; callbacks can only be "
              "queued from within backward (a hook or a Node)");
-  final_callbacks.back()->push_back(std::move(callback));
+  passes.back()->queue(std::move(callback));
 }
 
 void backward(const variable_list& roots, const variable_list& grad_roots,
@@ -212,5 +217,7 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
   return run(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, &inputs,
              allow_unused);
 }
+
+bool current_pass_keeps_graph() { return !passes.empty() && passes.back()->keep_graph(); }
 
 }  // namespace kiln::autograd

@@ -27,4 +27,10 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
 // the order queued, and may queue more. Outside a backward pass it is an error.
 void queue_callback(std::function<void()> callback);
 
+// Whether the backward pass now running on this thread keeps the graph (retain_graph or
+// create_graph). A node whose backward is a long program (a compiled one) frees what the forward
+// saved as it goes when it does not, as PyTorch's ctx.maybe_clear_saved_tensors. False outside
+// a backward pass.
+bool current_pass_keeps_graph();
+
 }  // namespace kiln::autograd

@@ -12,8 +12,10 @@ namespace kiln::compiler {
 class CompiledBackward final : public autograd::CustomNodeBase {
  public:
   // backward: (saved values..., one gradient per differentiable result...) -> one gradient per
-  // target; targets: the position of each among the inputs the node is finished with.
-  using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+  // target; targets: the position of each among the inputs the node is finished with. It gets
+  // the only references to the saved values when the backward pass does not keep the graph, so
+  // it can free them as it goes.
+  using BackwardFn = std::function<std::vector<Tensor>(std::vector<Tensor>)>;
   CompiledBackward(std::string function, BackwardFn backward,
                    std::vector<int> differentiable_results, std::vector<int> targets)
       : function_(std::move(function)),

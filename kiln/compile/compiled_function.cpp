@@ -151,8 +151,10 @@ void CompiledFunction::compile_training(Entry& entry, Tracer& tracer,
   simplify(t.forward);
   simplify(t.backward);
   log(LogKind::Graph, name_ + ": training graph; the forward saves " +
-                          std::to_string(t.forward.outputs.size() - t.results) +
-                          " values for the backward:\n" + t.backward.str());
+                          std::to_string(t.forward.outputs.size() - t.results) + " values (" +
+                          std::to_string(t.saved_bytes) +
+                          " bytes besides captured tensors) and the backward recomputes " +
+                          std::to_string(t.recomputed_ops) + " ops:\n" + t.backward.str());
   entry.graph = t.forward;  // for the guards, explain() and the logs
   entry.program = std::make_unique<CodegenProgram>(t.forward);
   entry.backward_program = std::make_unique<CodegenProgram>(t.backward);
@@ -184,8 +186,8 @@ std::vector<Tensor> CompiledFunction::run_training(const std::shared_ptr<const E
   outs.resize(t.results);
   auto node = std::make_shared<CompiledBackward>(
       name_,
-      [e, symbols](const std::vector<Tensor>& in) {
-        return e->backward_program->run(in, {}, symbols);
+      [e, symbols](std::vector<Tensor> in) {
+        return e->backward_program->run(std::move(in), {}, symbols);
       },
       t.differentiable_results, t.grad_targets);
   node->ctx.save_for_backward(saved);

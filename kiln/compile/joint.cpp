@@ -1,10 +1,12 @@
 #include "kiln/compile/joint.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 #include "kiln/autograd/grad_mode.h"
 #include "kiln/autograd/op_node.h"
+#include "kiln/compile/partition.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/registry.h"
 
@@ -106,24 +108,25 @@ int copy_value(const Graph& from, Graph& to, int id, Value::Kind kind, int produ
   return to.add_value(std::move(v));
 }
 
-// Copies the joint graph's nodes of one side (backward or not) into `to`; `ids` maps the joint
-// graph's value ids to `to`'s, and gains the copied outputs.
-void copy_nodes(const Graph& joint, const std::vector<char>& backward_node, bool backward,
-                Graph& to, std::vector<int>& ids) {
-  for (size_t i = 0; i < joint.nodes.size(); ++i) {
-    if (static_cast<bool>(backward_node[i]) != backward) continue;
-    Node n = joint.nodes[i];
-    for (int& id : n.inputs)
-      if (id >= 0) id = ids[id];
-    const int node_id = static_cast<int>(to.nodes.size());
-    for (int& id : n.outputs)
-      id = ids[id] = copy_value(joint, to, id, Value::Kind::NodeOutput, node_id);
-    to.nodes.push_back(std::move(n));
+// Copies node n of `from` into `to`, its inputs mapped through `ids`; outputs not mapped yet (a
+// recomputed node's saved outputs already are) map to the copies.
+void copy_node(const Node& n, const Graph& from, Graph& to, std::vector<int>& ids) {
+  Node copy = n;
+  for (int& id : copy.inputs)
+    if (id >= 0) id = ids[id];
+  const int node_id = static_cast<int>(to.nodes.size());
+  for (int& id : copy.outputs) {
+    const int joint_id = id;
+    id = copy_value(from, to, joint_id, Value::Kind::NodeOutput, node_id);
+    if (ids[joint_id] < 0) ids[joint_id] = id;
   }
+  to.nodes.push_back(std::move(copy));
 }
 
 // Splits the joint graph: nodes that read a gradient (directly or through other such nodes)
-// form the backward; the rest, the forward. Forward values the backward reads are saved.
+// form the backward; the rest, the forward. Of the forward values the backward reads, the
+// partitioner (partition.h) chooses which the forward saves and which the backward recomputes,
+// each recomputed op placed just before the first backward op that reads it.
 TrainingGraphs split(const Graph& joint, size_t forward_inputs, size_t results,
                      const BackwardTrace& bt) {
   std::vector<char> backward_value(joint.values.size(), 0), backward_node(joint.nodes.size(), 0);
@@ -134,19 +137,20 @@ TrainingGraphs split(const Graph& joint, size_t forward_inputs, size_t results,
                                    [&](int id) { return id >= 0 && backward_value[id]; });
     for (int id : n.outputs) backward_value[id] = backward_node[i];
   }
-  // Saved: forward values the backward reads, including gradients computed without one.
-  std::vector<int> saved;
-  std::vector<char> is_saved(joint.values.size(), 0);
-  auto save = [&](int id) {
-    if (id >= 0 && !backward_value[id] && !is_saved[id]) {
-      is_saved[id] = 1;
-      saved.push_back(id);
+  // Needed: forward values the backward reads, including gradients computed without one.
+  std::vector<int> needed;
+  std::vector<char> is_needed(joint.values.size(), 0);
+  auto need = [&](int id) {
+    if (id >= 0 && !backward_value[id] && !is_needed[id]) {
+      is_needed[id] = 1;
+      needed.push_back(id);
     }
   };
   for (size_t i = 0; i < joint.nodes.size(); ++i)
     if (backward_node[i])
-      for (int id : joint.nodes[i].inputs) save(id);
-  for (size_t k = results; k < joint.outputs.size(); ++k) save(joint.outputs[k]);
+      for (int id : joint.nodes[i].inputs) need(id);
+  for (size_t k = results; k < joint.outputs.size(); ++k) need(joint.outputs[k]);
+  const SavePlan plan = plan_saved_values(joint, backward_value, needed);
 
   TrainingGraphs g;
   g.results = results;
@@ -166,23 +170,45 @@ TrainingGraphs split(const Graph& joint, size_t forward_inputs, size_t results,
     g.forward.captured.push_back(fwd[joint.captured[i]]);
   }
   g.forward.captured_tensors = joint.captured_tensors;
-  copy_nodes(joint, backward_node, false, g.forward, fwd);
+  for (size_t i = 0; i < joint.nodes.size(); ++i)
+    if (!backward_node[i]) copy_node(joint.nodes[i], joint, g.forward, fwd);
   for (size_t k = 0; k < results; ++k)
     g.forward.outputs.push_back(joint.outputs[k] >= 0 ? fwd[joint.outputs[k]] : -1);
-  for (int id : saved) g.forward.outputs.push_back(fwd[id]);
+  for (int id : plan.saved) g.forward.outputs.push_back(fwd[id]);
 
-  // Backward: the saved values and the gradients of the results as inputs, backward nodes.
+  // Backward: the saved values and the gradients of the results as inputs, then the backward
+  // nodes, each preceded by the recomputed ops it reads that have not run yet.
   std::vector<int> bwd(joint.values.size(), -1);
   auto add_input = [&](int id) {
     bwd[id] = copy_value(joint, g.backward, id, Value::Kind::Input,
                          static_cast<int>(g.backward.inputs.size()));
     g.backward.inputs.push_back(bwd[id]);
   };
-  for (int id : saved) add_input(id);
+  for (int id : plan.saved) add_input(id);
   for (size_t i = forward_inputs; i < joint.inputs.size(); ++i) add_input(joint.inputs[i]);
-  copy_nodes(joint, backward_node, true, g.backward, bwd);
-  for (size_t k = results; k < joint.outputs.size(); ++k)
+  std::vector<char> recomputed(joint.nodes.size(), 0);
+  std::function<void(int)> materialize = [&](int id) {
+    if (id < 0 || bwd[id] >= 0) return;
+    const int producer = joint.values[id].producer;
+    KILN_CHECK(plan.recompute[producer] && !recomputed[producer],
+               "compile: internal error: the backward reads a forward value that is neither saved "
+               "nor recomputed");
+    recomputed[producer] = 1;
+    for (int u : joint.nodes[producer].inputs) materialize(u);
+    copy_node(joint.nodes[producer], joint, g.backward, bwd);
+  };
+  for (size_t i = 0; i < joint.nodes.size(); ++i) {
+    if (!backward_node[i]) continue;
+    for (int id : joint.nodes[i].inputs) materialize(id);
+    copy_node(joint.nodes[i], joint, g.backward, bwd);
+  }
+  for (size_t k = results; k < joint.outputs.size(); ++k) {
+    materialize(joint.outputs[k]);
     g.backward.outputs.push_back(joint.outputs[k] >= 0 ? bwd[joint.outputs[k]] : -1);
+  }
+  g.recomputed_ops = static_cast<int>(std::count(recomputed.begin(), recomputed.end(), 1));
+  for (int id : plan.saved)
+    if (joint.values[id].kind != Value::Kind::Captured) g.saved_bytes += storage_bytes(joint, id);
   return g;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Training graphs, as PyTorch's AOTAutograd makes them: the forward is traced together with the
 // backward formulas of its ops (they are Kiln ops too) into one joint graph, which is then split
-// into a forward graph that also returns what the backward reads, and a backward graph.
+// into a forward graph that also returns what the backward saves, and a backward graph that
+// recomputes the rest of what it reads (partition.h).
 #include <vector>
 
 #include "kiln/compile/graph.h"
@@ -20,6 +21,9 @@ struct TrainingGraphs {
   std::vector<int> differentiable_results;  // the results that take a gradient, in order
   // Which tensors get a gradient: positions in (the graph's inputs..., its captured tensors...).
   std::vector<int> grad_targets;
+  // What the saved values other than captured tensors keep alive, at the symbols' hints.
+  int64_t saved_bytes = 0;
+  int recomputed_ops = 0;  // forward ops the backward runs again instead of saving results
 };
 
 // Continues a capture whose forward has run, giving `results`: traces the backward formulas

@@ -54,12 +54,41 @@ void finish_nll(const Graph& g, const RowReduction::Nll& nll, std::span<const do
   values[n.outputs[1]] = full({}, weight_sum, options);
 }
 
+// Per step of the schedule, the values that no later step reads and that are not results (a
+// kernel's buffers are its loads and stores).
+std::vector<std::vector<int>> last_reads(const Graph& g, const Schedule& schedule,
+                                         const GeneratedUnit& unit) {
+  std::vector<int> last(g.values.size(), -1);
+  for (size_t s = 0; s < schedule.steps.size(); ++s) {
+    const Step& step = schedule.steps[s];
+    auto touch = [&](const std::vector<int>& ids) {
+      for (int id : ids)
+        if (id >= 0) last[id] = static_cast<int>(s);
+    };
+    if (!step.is_kernel) {
+      touch(g.nodes[step.index].inputs);
+      touch(g.nodes[step.index].outputs);  // dropped at once when nothing reads them
+      continue;
+    }
+    touch(unit.kernels[step.index].buffers);
+    const FusedKernel& fk = schedule.kernels[step.index];
+    if (fk.row && fk.row->nll) last[fk.row->nll->target] = static_cast<int>(s);
+  }
+  for (int id : g.outputs)
+    if (id >= 0) last[id] = -1;
+  std::vector<std::vector<int>> by_step(schedule.steps.size());
+  for (size_t id = 0; id < last.size(); ++id)
+    if (last[id] >= 0) by_step[last[id]].push_back(static_cast<int>(id));
+  return by_step;
+}
+
 }  // namespace
 
 CodegenProgram::CodegenProgram(const Graph& graph) : graph_(graph) {
   schedule_ = compiler::schedule(graph);
   const cpu::CpuCapability level = cpu::cpu_capability();
   unit_ = generate_cpp(graph, schedule_, level);
+  last_read_by_ = last_reads(graph, schedule_, unit_);
   log(LogKind::Fusion, std::to_string(schedule_.kernels.size()) + " fused kernels, " +
                            std::to_string(graph.nodes.size()) + " ops:\n" + schedule_.str(graph));
   for (const std::string& why : schedule_.extern_reasons)
@@ -114,16 +143,19 @@ void CodegenProgram::run_kernel(int k, std::vector<Tensor>& values,
   }
 }
 
-std::vector<Tensor> CodegenProgram::run(const std::vector<Tensor>& inputs,
+std::vector<Tensor> CodegenProgram::run(std::vector<Tensor> inputs,
                                         const std::vector<Tensor>& captured,
                                         std::span<const int64_t> symbols) const {
   std::vector<Tensor> values = bind_inputs(graph_, inputs, captured);
+  inputs.clear();
   std::vector<Tensor> args;
-  for (const Step& s : schedule_.steps) {
+  for (size_t i = 0; i < schedule_.steps.size(); ++i) {
+    const Step& s = schedule_.steps[i];
     if (s.is_kernel)
       run_kernel(s.index, values, symbols);
     else
       run_node(graph_, graph_.nodes[s.index], values, symbols, args);
+    for (int id : last_read_by_[i]) values[id] = Tensor();
   }
   return graph_outputs(graph_, values);
 }

@@ -15,8 +15,10 @@ class CodegenProgram {
  public:
   // Schedules, generates and builds the kernels of `graph` (which must outlive the program).
   explicit CodegenProgram(const Graph& graph);
-  // captured: this call's tensors in the places of graph.captured_tensors.
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& captured,
+  // captured: this call's tensors in the places of graph.captured_tensors. Each value, inputs
+  // included, is dropped after the last step that reads it, so a caller that moves its inputs
+  // in (a compiled backward, its saved values) frees them as the program goes.
+  std::vector<Tensor> run(std::vector<Tensor> inputs, const std::vector<Tensor>& captured,
                           std::span<const int64_t> symbols) const;
 
   const Schedule& schedule() const { return schedule_; }
@@ -31,6 +33,7 @@ class CodegenProgram {
   GeneratedUnit unit_;
   std::shared_ptr<SharedObject> library_;
   std::vector<KilnKernelFn> kernels_;
+  std::vector<std::vector<int>> last_read_by_;  // per step: the values no later step reads
 };
 
 }  // namespace kiln::compiler
