@@ -62,8 +62,9 @@ struct Half {
     uint32_t u = detail::float_bits(f);
     uint32_t sign = (u >> 16) & 0x8000u;
     uint32_t a = u & 0x7fffffffu;
-    if (a >= 0x7f800000u)
-      return static_cast<uint16_t>(sign | (a > 0x7f800000u ? 0x7e00u : 0x7c00u));
+    if (a > 0x7f800000u)  // NaN: quiet, the payload's top bits kept (as F16C's conversion)
+      return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a == 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u);
     if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
     if (a < 0x38800000u) {  // subnormal or zero: let the FPU round via a magic add
       float r = detail::bits_float(a) + 0.5f;

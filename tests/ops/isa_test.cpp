@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -126,11 +127,12 @@ TEST_F(IsaLevel, PointwiseKernelsGiveTheBaselineBitsAtEveryLevel) {
        }},
       {"strided", [](const Tensor& x) { return x.slice(0, 1, x.size(0), 3).exp(); }},
       {"to bfloat16", [](const Tensor& x) { return x.to(kBFloat16); }},
+      {"to float16", [](const Tensor& x) { return x.to(kFloat16); }},
   };
   for (int64_t n : {int64_t{1}, int64_t{15}, int64_t{33}, int64_t{100}, int64_t{70001}}) {
     const Tensor x = hostile_floats(n);
     for (const auto& [name, op] : ops) {
-      for (ScalarType dt : {kFloat32, kBFloat16}) {
+      for (ScalarType dt : {kFloat32, kBFloat16, kFloat16}) {
         SCOPED_TRACE(std::string(name) + " n=" + std::to_string(n) + " " +
                      std::string(dtype_name(dt)));
         const Tensor xd = x.to(dt);
@@ -142,6 +144,36 @@ TEST_F(IsaLevel, PointwiseKernelsGiveTheBaselineBitsAtEveryLevel) {
         }
       }
     }
+  }
+}
+
+// float16 converts in hardware in the vector loops and in software (Half) in their tails and
+// elsewhere: both give the same bits at every level, NaN payloads, subnormals, ties, overflow
+// and every one of the 65536 float16 values included.
+TEST_F(IsaLevel, Float16ConversionsMatchHalfBitForBit) {
+  std::vector<float> floats;
+  for (uint32_t bits :
+       {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fa00000u, 0x7fc02000u, 0xffbfffffu, 0x7f800000u,
+        0x477ff000u, 0x477fefffu, 0x38800000u, 0x387fffffu, 0x33800000u, 0x33000000u, 0x33000001u,
+        0x3f801000u, 0x3f803000u, 0x00000001u, 0x80000000u})
+    floats.push_back(std::bit_cast<float>(bits));
+  const Tensor random = hostile_floats(4099) * 1e-3;
+  for (int64_t i = 0; i < random.numel(); ++i) floats.push_back(random[i].item<float>());
+  std::vector<uint16_t> halves(65536);
+  for (uint32_t h = 0; h < 65536; ++h) halves[h] = static_cast<uint16_t>(h);
+  const Tensor f = tensor(floats);
+  const Tensor h = from_blob(halves.data(), {65536}, TensorOptions(kFloat16)).clone();
+  for (CpuCapability l : supported_levels()) {
+    SCOPED_TRACE(cpu::to_string(l));
+    cpu::set_cpu_capability(l);
+    const Tensor narrowed = f.to(kFloat16), widened = h.to(kFloat32);
+    const auto* n = static_cast<const uint16_t*>(narrowed.data_ptr());
+    for (size_t i = 0; i < floats.size(); ++i)
+      ASSERT_EQ(n[i], Half(floats[i]).x) << std::hex << std::bit_cast<uint32_t>(floats[i]);
+    const float* w = widened.data_ptr<float>();
+    for (uint32_t k = 0; k < 65536; ++k)
+      ASSERT_EQ(std::bit_cast<uint32_t>(w[k]), std::bit_cast<uint32_t>(Half::to_float(k)))
+          << std::hex << k;
   }
 }
 
