@@ -14,6 +14,7 @@
 #include "kiln/backend/cpu/parallel.h"
 #include "kiln/backend/cpu/small_gemm.h"
 #include "kiln/core/error.h"
+#include "kiln/core/storage.h"
 
 namespace kiln::cpu {
 namespace {
@@ -42,8 +43,41 @@ void check_blas_size(int64_t v, const char* what) {
   KILN_CHECK(v <= INT_MAX, "matmul: ", what, " ", v, " exceeds the BLAS limit of ", INT_MAX);
 }
 
+// Scratch of n elements from the CPU allocator, whose cache hands a product's same-sized buffers
+// back on its next call (new[] would fault fresh pages in on every call: a float16 [256]^2
+// product spent more time there than in sgemm).
 template <class T>
-using Owned = std::unique_ptr<T[]>;
+class Owned {
+ public:
+  Owned() = default;
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() { release(); }
+  void reset(int64_t n) {
+    release();
+    bytes_ = static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(T);
+    data_ = static_cast<T*>(cpu_allocator()->allocate(bytes_));
+  }
+  T* get() const { return data_; }
+
+ private:
+  void release() {
+    if (data_ != nullptr) cpu_allocator()->deallocate(data_, bytes_);
+    data_ = nullptr;
+  }
+  T* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// n consecutive elements converted from S to D; float and its 16-bit types a vector at a time
+// (the baseline level's vectors: the hardware float16 and bfloat16 conversions).
+template <class S, class D>
+void convert_run(const S* s, D* d, int64_t n) {
+  int64_t j = 0;
+  if constexpr (kIsVectorFloat<S> && kIsVectorFloat<D> && !std::is_same_v<S, D>)
+    for (; j + kVec <= n; j += kVec) store_vec(d + j, load_vec(s + j));
+  for (; j < n; ++j) d[j] = static_cast<D>(static_cast<compute_t<S>>(s[j]));
+}
 
 // Copies a batch of matrices (any strides, 0-stride batch kept as one matrix) into dense row-major
 // storage of type D. Returns the copy's MatrixRef.
@@ -52,7 +86,7 @@ MatrixRef dense_copy(const MatrixRef& src, int64_t batch, int64_t rows, int64_t 
                      Owned<D>& buf) {
   const int64_t copies = src.batch_stride == 0 ? 1 : batch;
   const int64_t per = rows * cols;
-  buf.reset(new D[std::max<int64_t>(copies * per, 1)]);
+  buf.reset(copies * per);
   const S* s = static_cast<const S*>(src.data);
   D* d = buf.get();
   parallel_for(0, copies * rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1)),
@@ -60,6 +94,10 @@ MatrixRef dense_copy(const MatrixRef& src, int64_t batch, int64_t rows, int64_t 
                  for (int64_t r = begin; r < end; ++r) {
                    const S* row = s + (r / rows) * src.batch_stride + (r % rows) * src.row_stride;
                    D* out = d + r * cols;
+                   if (src.col_stride == 1) {
+                     convert_run(row, out, cols);
+                     continue;
+                   }
                    for (int64_t j = 0; j < cols; ++j)
                      out[j] = static_cast<D>(static_cast<compute_t<S>>(row[j * src.col_stride]));
                  }
@@ -138,7 +176,7 @@ void converted_gemm(const GemmArgs& g) {
   if (g.beta != 0) {
     f.c = const_cast<void*>(dense_copy<T, float>(c_ref, g.batch, g.m, g.n, c).data);
   } else {
-    c.reset(new float[std::max<int64_t>(g.batch * g.m * g.n, 1)]);
+    c.reset(g.batch * g.m * g.n);
     f.c = c.get();
   }
   f.c_batch_stride = g.m * g.n;
@@ -147,11 +185,9 @@ void converted_gemm(const GemmArgs& g) {
   T* out = static_cast<T*>(g.c);
   parallel_for(0, g.batch * g.m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n, 1)),
                [&](int64_t begin, int64_t end) {
-                 for (int64_t r = begin; r < end; ++r) {
-                   T* row = out + (r / g.m) * g.c_batch_stride + (r % g.m) * g.ldc;
-                   const float* src = c.get() + r * g.n;
-                   for (int64_t j = 0; j < g.n; ++j) row[j] = static_cast<T>(src[j]);
-                 }
+                 for (int64_t r = begin; r < end; ++r)
+                   convert_run(c.get() + r * g.n,
+                               out + (r / g.m) * g.c_batch_stride + (r % g.m) * g.ldc, g.n);
                });
 }
 

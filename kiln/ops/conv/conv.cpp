@@ -205,7 +205,7 @@ KILN_REGISTER_OP(convolution)
     .samples(conv::convolution_samples)
     .error_samples(convolution_error_samples)
     .reference(conv::convolution_reference)
-    .dtypes({kFloat64, kFloat32, kBFloat16})
+    .dtypes({kFloat64, kFloat32, kBFloat16, kFloat16})
     .tolerance(1e-4, 1e-4)
     .lowering("extern:convolution");
 
@@ -249,7 +249,7 @@ KILN_REGISTER_OP(convolution_backward_weight)
     .samples(conv::weight_grad_samples)
     .error_samples(weight_grad_error_samples)
     .reference(conv::weight_grad_reference)
-    .dtypes({kFloat64, kFloat32})
+    .dtypes({kFloat64, kFloat32, kBFloat16, kFloat16})
     .tolerance(1e-4, 1e-4)
     .lowering("extern:convolution_backward_weight");
 

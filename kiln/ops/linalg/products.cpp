@@ -11,7 +11,8 @@
 namespace kiln {
 namespace {
 
-const std::vector<ScalarType> kProductDtypes = {kFloat64, kFloat32, kBFloat16, kInt64, kInt32};
+const std::vector<ScalarType> kProductDtypes = {kFloat64, kFloat32, kBFloat16,
+                                                kFloat16, kInt64,   kInt32};
 
 // The shape of a @ b for 2-D (nd = 2) or batched 3-D (nd = 3) operands, after checking them.
 SymShape product_shape(const char* op, const char* name_a, const Tensor& a, const char* name_b,

@@ -9,7 +9,8 @@
 namespace kiln {
 namespace {
 
-const std::vector<ScalarType> kVectorDtypes = {kFloat64, kFloat32, kBFloat16, kInt64, kInt32};
+const std::vector<ScalarType> kVectorDtypes = {kFloat64, kFloat32, kBFloat16,
+                                               kFloat16, kInt64,   kInt32};
 
 std::vector<TensorSpec> dot_meta(const std::vector<Tensor>& in, const Attrs&) {
   const Tensor &a = in[0], &b = in[1];
