@@ -7,7 +7,7 @@
 // six-op chain over 16M floats run eagerly and compiled (one fused kernel each); softmax,
 // layer_norm, rms_norm and cross_entropy over [4096, 4096] the same, and the mean squared error of
 // two 16M-float vectors (a reduction of every element), (x*2).sum(0) over [4096, 4096] (over the
-// leading dim); the demo GPT's forward; and
+// leading dim); a linear layer with gelu, gelu(x @ w + b); the demo GPT's forward; and
 // the cost of a cold compile (the C++ compiler runs) and of a warm one (the kernel cache on disk,
 // as a new process sees it). bench/compile_fusion.py measures torch eager and torch.compile on the
 // same cases; figures and commands: bench/RESULTS-compile.md.
@@ -115,6 +115,30 @@ void BM_CrossEntropy(benchmark::State& state) {
   run_case(state, cross_entropy, kiln::randn({4096, 4096}), kiln::randint(0, 4096, {4096}));
 }
 
+// A linear layer and its activation, gelu(x @ w + b), x [4096, 256], w [256, 1024] (the demo
+// GPT's MLP widths on 4096 tokens): variant 0 eager (the GEMM, then the bias add and gelu as two
+// passes), 1 compiled (the GEMM, then one fused pass for both), 2 the GEMM alone (the floor an
+// epilogue inside the GEMM's tiles would approach).
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return kiln::gelu(x.matmul(w) + b);
+}
+void BM_LinearGelu(benchmark::State& state) {
+  const Tensor x = kiln::randn({4096, 256}), w = kiln::randn({256, 1024}), b = kiln::randn({1024});
+  auto f = kiln::compile(linear_gelu);
+  for (auto _ : state) {
+    switch (state.range(0)) {
+      case 0:
+        benchmark::DoNotOptimize(linear_gelu(x, w, b));
+        break;
+      case 1:
+        benchmark::DoNotOptimize(f(x, w, b));
+        break;
+      default:
+        benchmark::DoNotOptimize(x.matmul(w));
+    }
+  }
+}
+
 // The demo's GPT (vocabulary 12, block 8, 2 layers, 4 heads, 64 channels) on [16, 8] tokens,
 // for inference (under NoGradGuard: compiled graphs with parameters that require grad run on
 // the eager kernels until compiled training lands).
@@ -205,6 +229,13 @@ BENCHMARK(BM_CrossEntropy)
     ->ArgName("compiled")
     ->Arg(0)
     ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_LinearGelu)
+    ->ArgName("variant")
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_GptForward)

@@ -22,6 +22,10 @@ def gelu_affine(x, w, b):
     return F.gelu(x * w + b)
 
 
+def linear_gelu(x, w, b):
+    return F.gelu(x @ w + b)
+
+
 def chain(x, y):
     return torch.tanh(torch.sigmoid(x * y + 1.0) - x) * 0.5 + torch.exp(y)
 
@@ -132,6 +136,10 @@ def main():
         ("channel variance [64, 64, 32, 32]", channel_variance,
          (torch.randn(64, 64, 32, 32), torch.randn(64, 1, 1))),
     ]
+    xl, wl, bl = torch.randn(4096, 256), torch.randn(256, 1024), torch.randn(1024)
+    cases.append(("gelu(x@w+b) [4096, 256] @ [256, 1024]", linear_gelu, (xl, wl, bl)))
+    gemm = per_call(lambda: xl @ wl, loop_seconds=0.5, repeats=5)
+    print(f"x@w alone [4096, 256] @ [256, 1024]: {gemm * 1e3:.2f} ms")
     for name, fn, args in cases:
         eager = per_call(fn, *args, loop_seconds=0.5, repeats=5)
         compiled = per_call(torch.compile(fn), *args, loop_seconds=0.5, repeats=5)
