@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <memory>
 #include <string_view>
 #include <type_traits>
 
