@@ -24,7 +24,9 @@ struct Capture {
 };
 
 struct ReadyOrder {  // later nodes first, as PyTorch's CPU ready queue
-  bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+  bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
+    return a->sequence_nr() < b->sequence_nr();
+  }
 };
 
 // Each backward pass running on this thread, innermost last: whether it keeps the graph, and
@@ -53,6 +55,8 @@ class PassFrame {
   bool keep_graph_;
   std::vector<std::function<void()>> callbacks_;
 };
+
+thread_local BackwardInterceptor interceptor;
 
 void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
 
@@ -84,7 +88,8 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
   KILN_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), "backward: got ",
              grad_roots.size(), " gradients for ", roots.size(), " tensors");
   std::unordered_map<Node*, variable_list> buffers;
-  std::vector<std::pair<Edge, Tensor>> root_grads;
+  std::vector<Edge> root_edges;
+  variable_list root_values;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
     KILN_CHECK(r.defined(), "backward: tensor ", i, " is undefined");
@@ -102,23 +107,8 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
       KILN_CHECK(g.sym_sizes() == r.sym_sizes(), "backward: gradient of shape ", g.sym_sizes(),
                  " does not match the tensor's shape ", r.sym_sizes());
     }
-    root_grads.emplace_back(e, g);
-  }
-
-  // Dependencies: how many edges point at each node reachable from the roots.
-  std::unordered_map<Node*, int> deps;
-  std::unordered_set<Node*> seen;
-  std::vector<Node*> stack;
-  for (auto& [e, g] : root_grads)
-    if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (const Edge& e : n->next_functions()) {
-      if (!e.valid()) continue;
-      ++deps[e.node.get()];
-      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
-    }
+    root_edges.push_back(e);
+    root_values.push_back(g);
   }
 
   std::vector<Capture> captures;
@@ -134,27 +124,21 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
     }
   }
 
+  if (!inputs && interceptor && interceptor(root_edges, root_values, keep_graph, create_graph))
+    return {};
+  const std::vector<std::shared_ptr<Node>> order = execution_order(root_edges);
+
   AutoGradMode mode(create_graph);
   PassFrame frame(keep_graph);
-  std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
-  std::unordered_map<Node*, std::shared_ptr<Node>> alive;  // keeps roots' nodes alive
-  for (auto& [e, g] : root_grads) {
+  for (size_t i = 0; i < root_edges.size(); ++i) {
+    const Edge& e = root_edges[i];
     auto& buf = buffers[e.node.get()];
     buf.resize(e.node->num_outputs());
-    accumulate(buf[e.input_nr], g);
-    alive[e.node.get()] = e.node;
-  }
-  for (auto& [e, g] : root_grads) {
-    Node* n = e.node.get();
-    if (deps[n] == 0 && alive.count(n)) {
-      ready.push(n);
-      deps[n] = -1;  // queued
-    }
+    accumulate(buf[e.input_nr], root_values[i]);
   }
 
-  while (!ready.empty()) {
-    Node* n = ready.top();
-    ready.pop();
+  for (const std::shared_ptr<Node>& node : order) {
+    Node* n = node.get();
     variable_list grads = std::move(buffers[n]);
     buffers.erase(n);
     grads.resize(n->num_outputs());
@@ -171,20 +155,13 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
       if (!keep_graph) n->release_variables();
     }
     const auto& edges = n->next_functions();
-    for (size_t i = 0; i < edges.size(); ++i) {
+    for (size_t i = 0; i < edges.size() && i < out.size(); ++i) {
       const Edge& e = edges[i];
-      if (!e.valid()) continue;
-      Node* next = e.node.get();
-      if (i < out.size() && out[i].defined()) {
-        auto& buf = buffers[next];
-        buf.resize(next->num_outputs());
-        accumulate(buf[e.input_nr], out[i]);
-        alive[next] = e.node;
-      }
-      // Ready even without a gradient: its own edges must still count down.
-      if (--deps[next] == 0) ready.push(next);
+      if (!e.valid() || !out[i].defined()) continue;
+      auto& buf = buffers[e.node.get()];
+      buf.resize(e.node->num_outputs());
+      accumulate(buf[e.input_nr], out[i]);
     }
-    alive.erase(n);
   }
 
   frame.run_callbacks();
@@ -198,6 +175,44 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
 }
 
 }  // namespace
+
+std::vector<std::shared_ptr<Node>> execution_order(const std::vector<Edge>& roots) {
+  // Dependencies: how many edges point at each node reachable from the roots.
+  std::unordered_map<Node*, int> deps;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (const Edge& e : roots)
+    if (e.valid() && seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_functions()) {
+      if (!e.valid()) continue;
+      ++deps[e.node.get()];
+      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    }
+  }
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, ReadyOrder> ready;
+  for (const Edge& e : roots) {
+    if (!e.valid() || deps[e.node.get()] != 0) continue;
+    deps[e.node.get()] = -1;  // queued
+    ready.push(e.node);
+  }
+  std::vector<std::shared_ptr<Node>> order;
+  while (!ready.empty()) {
+    order.push_back(ready.top());
+    ready.pop();
+    // Ready even when no gradient will reach it: its own edges must still count down.
+    for (const Edge& e : order.back()->next_functions())
+      if (e.valid() && --deps[e.node.get()] == 0) ready.push(e.node);
+  }
+  return order;
+}
+
+BackwardInterceptor set_backward_interceptor(BackwardInterceptor next) {
+  std::swap(interceptor, next);
+  return next;
+}
 
 void queue_callback(std::function<void()> callback) {
   KILN_CHECK(!passes.empty(),
@@ -216,6 +231,12 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
                    bool create_graph, bool allow_unused) {
   return run(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, &inputs,
              allow_unused);
+}
+
+void run_as_pass(bool keep_graph, const std::function<void()>& body) {
+  PassFrame frame(keep_graph);
+  body();
+  frame.run_callbacks();
 }
 
 bool current_pass_keeps_graph() { return !passes.empty() && passes.back()->keep_graph(); }

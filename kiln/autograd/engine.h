@@ -2,6 +2,7 @@
 // The backward engine: runs the graph from the roots in dependency order with a ready queue
 // (no recursion, so deep graphs are fine), and kiln::autograd::grad.
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -9,6 +10,8 @@
 
 namespace kiln::autograd {
 
+class Node;
+struct Edge;
 using variable_list = std::vector<Tensor>;
 
 // Accumulates d(sum(roots * grad_roots))/d(leaf) into every leaf's .grad.
@@ -32,5 +35,22 @@ void queue_callback(std::function<void()> callback);
 // saved as it goes when it does not, as PyTorch's ctx.maybe_clear_saved_tensors. False outside
 // a backward pass.
 bool current_pass_keeps_graph();
+
+// Runs `body` as a backward pass that does not use the engine (compiled autograd): queue_callback
+// and current_pass_keeps_graph see it, and the callbacks queued run when body returns.
+void run_as_pass(bool keep_graph, const std::function<void()>& body);
+
+// The nodes a backward pass from these edges runs, in the engine's order: each after every node
+// that feeds it a gradient, and among those ready, the one made last first (PyTorch's CPU ready
+// queue).
+std::vector<std::shared_ptr<Node>> execution_order(const std::vector<Edge>& roots);
+
+// Takes whole backward() passes on this thread before the engine runs them (compiled autograd,
+// kiln/compile/compiled_autograd.h), given the roots' gradient edges and their checked
+// gradients; it returns false to leave a pass to the engine. Returns the one it replaces.
+using BackwardInterceptor =
+    std::function<bool(const std::vector<Edge>& roots, const variable_list& root_grads,
+                       bool keep_graph, bool create_graph)>;
+BackwardInterceptor set_backward_interceptor(BackwardInterceptor interceptor);
 
 }  // namespace kiln::autograd

@@ -81,7 +81,7 @@ void CustomNodeBase::release_variables() {
   for (auto& s : ctx.saved_) s.reset();
 }
 
-variable_list CustomNodeBase::prepare_grads(variable_list&& grads) {
+variable_list CustomNodeBase::prepare_grads(variable_list&& grads) const {
   if (ctx.materialize_grads_) {
     for (size_t i = 0; i < grads.size(); ++i)
       if (!grads[i].defined()) grads[i] = zeros(SymIntList(output_sizes_[i]), output_options_[i]);

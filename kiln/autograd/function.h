@@ -58,7 +58,7 @@ class CustomNodeBase : public Node {
   void release_variables() override;
 
  protected:
-  variable_list prepare_grads(variable_list&& grads);
+  variable_list prepare_grads(variable_list&& grads) const;
   variable_list map_result(variable_list&& result) const;
   std::vector<SymShape> output_sizes_;
   std::vector<TensorOptions> output_options_;  // dtype and device of each output

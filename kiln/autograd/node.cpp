@@ -21,9 +21,15 @@ Node::~Node() {
   defer_release(std::move(next), {});
 }
 
-namespace {
+bool Node::describe_for_trace(std::vector<Tensor>&, std::ostream&) { return false; }
+
+std::vector<Tensor> Node::apply_traced(std::vector<Tensor>&&, const std::vector<Tensor>&) const {
+  KILN_CHECK(false, name(), " cannot be traced by compiled autograd");
+  return {};
+}
+
 // A hook may replace a gradient, but not with one of another type or size (PyTorch's wording).
-void run_hook(const Node::TensorHook& hook, Tensor& grad) {
+void run_tensor_hook(const Node::TensorHook& hook, Tensor& grad) {
   Tensor r = hook(grad);
   if (!r.defined()) return;
   KILN_CHECK(r.dtype() == grad.dtype() && r.device() == grad.device(),
@@ -34,17 +40,27 @@ void run_hook(const Node::TensorHook& hook, Tensor& grad) {
              r.sym_sizes(), ")");
   grad = std::move(r);
 }
-}  // namespace
+
+void retain_grad_into(const std::weak_ptr<TensorImpl>& tensor, const Tensor& grad) {
+  std::shared_ptr<TensorImpl> impl = tensor.lock();
+  if (!impl) return;
+  AutogradMeta& m = impl->ensure_autograd_meta();
+  m.grad = m.grad.defined() ? add(m.grad, grad) : grad.detach().clone();
+}
 
 void Node::add_pre_hook(uint32_t output_nr, TensorHook hook) {
   pre_hooks_.emplace_back(output_nr, std::move(hook));
 }
 
+void Node::add_retains_grad(uint32_t output_nr, std::weak_ptr<TensorImpl> tensor) {
+  retains_grad_.emplace_back(output_nr, std::move(tensor));
+}
+
 void Node::run_pre_hooks(std::vector<Tensor>& grads) const {
-  for (const auto& [nr, hook] : pre_hooks_) {
-    if (nr >= grads.size() || !grads[nr].defined()) continue;
-    run_hook(hook, grads[nr]);
-  }
+  for (const auto& [nr, hook] : pre_hooks_)
+    if (nr < grads.size() && grads[nr].defined()) run_tensor_hook(hook, grads[nr]);
+  for (const auto& [nr, tensor] : retains_grad_)
+    if (nr < grads.size() && grads[nr].defined()) retain_grad_into(tensor, grads[nr]);
 }
 
 AccumulateGrad::AccumulateGrad(Tensor leaf) : leaf_(std::move(leaf)) {}
@@ -53,7 +69,7 @@ void AccumulateGrad::run_pre_hooks(std::vector<Tensor>& grads) const {
   Node::run_pre_hooks(grads);
   const AutogradMeta* m = leaf_.impl()->autograd_meta();
   if (!m || grads.empty() || !grads[0].defined()) return;
-  for (const auto& hook : m->hooks) run_hook(hook, grads[0]);
+  for (const auto& hook : m->hooks) run_tensor_hook(hook, grads[0]);
 }
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {

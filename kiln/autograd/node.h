@@ -1,6 +1,7 @@
 #pragma once
 // Node: one step of the backward graph. Edges point at the nodes that produced each input.
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <utility>
@@ -37,6 +38,16 @@ class Node : public std::enable_shared_from_this<Node> {
   // Drops what the forward saved (after a backward without retain_graph).
   virtual void release_variables() {}
 
+  // Compiled autograd (kiln/compile/compiled_autograd.h) traces a node's backward on stand-ins
+  // for what it saved. A node that can be traced returns true, appending the tensors its
+  // backward reads besides the gradients (undefined where a slot is empty; unpacking them checks
+  // them as apply would) and writing what else its backward depends on (op, attributes, shapes)
+  // to `key`. The default: not traceable.
+  virtual bool describe_for_trace(std::vector<Tensor>& saved, std::ostream& key);
+  // apply, reading these stand-ins for the tensors describe_for_trace gave.
+  virtual std::vector<Tensor> apply_traced(std::vector<Tensor>&& grads,
+                                           const std::vector<Tensor>& saved) const;
+
   const std::vector<Edge>& next_functions() const { return next_edges_; }
   std::vector<Edge>& mutable_next_edges() { return next_edges_; }
   size_t num_outputs() const { return num_outputs_; }
@@ -48,7 +59,14 @@ class Node : public std::enable_shared_from_this<Node> {
   // before apply and may replace the gradient.
   using TensorHook = std::function<Tensor(const Tensor&)>;
   void add_pre_hook(uint32_t output_nr, TensorHook hook);
+  // retain_grad(): the gradient of output `output_nr` is kept in `tensor`'s .grad, after the
+  // tensor hooks have run (as PyTorch's retains_grad hooks).
+  void add_retains_grad(uint32_t output_nr, std::weak_ptr<TensorImpl> tensor);
   virtual void run_pre_hooks(std::vector<Tensor>& grads) const;
+  const std::vector<std::pair<uint32_t, TensorHook>>& pre_hooks() const { return pre_hooks_; }
+  const std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>>& retains_grad() const {
+    return retains_grad_;
+  }
 
  protected:
   Node();
@@ -57,7 +75,13 @@ class Node : public std::enable_shared_from_this<Node> {
   size_t num_outputs_ = 1;
   uint64_t sequence_nr_;
   std::vector<std::pair<uint32_t, TensorHook>> pre_hooks_;
+  std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retains_grad_;
 };
+
+// Runs a tensor hook on grad, which it may replace (with one of the same type and size).
+void run_tensor_hook(const Node::TensorHook& hook, Tensor& grad);
+// Adds grad into the .grad of a tensor that retains it (if it is still alive).
+void retain_grad_into(const std::weak_ptr<TensorImpl>& tensor, const Tensor& grad);
 
 // Writes gradients into a leaf tensor's .grad.
 class AccumulateGrad final : public Node {

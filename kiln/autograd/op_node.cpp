@@ -1,5 +1,7 @@
 #include "kiln/autograd/op_node.h"
 
+#include <ostream>
+
 #include "kiln/autograd/deferred_release.h"
 #include "kiln/autograd/grad_mode.h"
 #include "kiln/autograd/node_name.h"
@@ -57,10 +59,38 @@ Tensor reduce_grad_to(const Tensor& grad, const InputMeta& input, const std::str
 
 std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
   std::shared_ptr<Node> self = shared_from_this();
-  std::string who = name();
+  const std::string who = name();
   std::vector<Tensor> inputs, outputs;
   for (const auto& s : saved_inputs_) inputs.push_back(s.unpack(self, who.c_str()));
   for (const auto& s : saved_outputs_) outputs.push_back(s.unpack(self, who.c_str()));
+  return apply_to(std::move(grads), inputs, outputs);
+}
+
+bool OpNode::describe_for_trace(std::vector<Tensor>& saved, std::ostream& key) {
+  std::shared_ptr<Node> self = shared_from_this();
+  const std::string who = name();
+  key << op_.name << "#" << who << "(" << attrs_.to_string() << ")";
+  for (bool b : needs_input_grad_) key << b;
+  for (const InputMeta& m : input_meta_) key << " in" << m.dtype << m.device << m.sizes;
+  for (size_t o = 0; o < output_sizes_.size(); ++o)
+    key << " out" << output_options_[o].dtype() << output_sizes_[o];
+  key << " saves " << saved_inputs_.size() << "+" << saved_outputs_.size();
+  for (const auto* list : {&saved_inputs_, &saved_outputs_})
+    for (const SavedTensor& s : *list)
+      saved.push_back(s.defined() ? s.unpack(self, who.c_str()) : Tensor());
+  return true;
+}
+
+std::vector<Tensor> OpNode::apply_traced(std::vector<Tensor>&& grads,
+                                         const std::vector<Tensor>& saved) const {
+  const auto split = saved.begin() + static_cast<std::ptrdiff_t>(saved_inputs_.size());
+  return apply_to(std::move(grads), std::vector<Tensor>(saved.begin(), split),
+                  std::vector<Tensor>(split, saved.end()));
+}
+
+std::vector<Tensor> OpNode::apply_to(std::vector<Tensor> grads, const std::vector<Tensor>& inputs,
+                                     const std::vector<Tensor>& outputs) const {
+  const std::string who = name();
   // Outputs that received no gradient contribute zeros (multi-output ops).
   for (size_t i = 0; op_.materializes_grads && i < grads.size(); ++i) {
     if (!grads[i].defined() && i < output_options_.size() &&

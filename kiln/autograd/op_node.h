@@ -12,6 +12,9 @@ class OpNode final : public Node {
   OpNode(const OpDef& op, Attrs attrs) : op_(op), attrs_(std::move(attrs)) {}
   ~OpNode() override;
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  bool describe_for_trace(std::vector<Tensor>& saved, std::ostream& key) override;
+  std::vector<Tensor> apply_traced(std::vector<Tensor>&& grads,
+                                   const std::vector<Tensor>& saved) const override;
   // libtorch's node name for the ATen overload this call corresponds to ("AddBackward0",
   // "SumBackward1"; kiln/autograd/node_name.h).
   std::string name() const override;
@@ -26,6 +29,10 @@ class OpNode final : public Node {
   void set_overload(int overload) { overload_ = overload; }
 
  private:
+  // The backward formula on these output gradients and saved inputs and outputs.
+  std::vector<Tensor> apply_to(std::vector<Tensor> grads, const std::vector<Tensor>& inputs,
+                               const std::vector<Tensor>& outputs) const;
+
   const OpDef& op_;
   Attrs attrs_;
   std::vector<SavedTensor> saved_inputs_;

@@ -19,7 +19,10 @@ class SavedTensor {
   // storage was modified in place since it was saved, or if the graph was freed.
   Tensor unpack(const std::shared_ptr<Node>& owner, const char* who) const;
   bool defined() const { return defined_; }
-  void reset() { data_ = Tensor(); released_ = true; }
+  void reset() {
+    data_ = Tensor();
+    released_ = true;
+  }
   Tensor& raw() { return data_; }
 
  private:

@@ -102,14 +102,7 @@ void Tensor::retain_grad() const {
   AutogradMeta& m = checked()->ensure_autograd_meta();
   if (m.retains_grad) return;
   m.retains_grad = true;
-  std::weak_ptr<TensorImpl> weak = impl_ptr();
-  m.grad_fn->add_pre_hook(m.output_nr, [weak](const Tensor& g) {
-    if (auto impl = weak.lock()) {
-      AutogradMeta& meta = impl->ensure_autograd_meta();
-      meta.grad = meta.grad.defined() ? kiln::add(meta.grad, g) : g.detach().clone();
-    }
-    return Tensor();
-  });
+  m.grad_fn->add_retains_grad(m.output_nr, impl_ptr());
 }
 
 bool Tensor::retains_grad() const {
