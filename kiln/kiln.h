@@ -5,6 +5,7 @@
 #include "kiln/autograd/function.h"
 #include "kiln/autograd/grad_mode.h"
 #include "kiln/compile/compile.h"
+#include "kiln/compile/compiled_autograd.h"
 #include "kiln/core/cpu_allocator.h"
 #include "kiln/core/cpu_info.h"
 #include "kiln/core/cuda.h"

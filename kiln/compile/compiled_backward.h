@@ -15,20 +15,33 @@ class CompiledBackward final : public autograd::CustomNodeBase {
   // target; targets: the position of each among the inputs the node is finished with. It gets
   // the only references to the saved values when the backward pass does not keep the graph, so
   // it can free them as it goes.
+  // traced: the same backward on the eager kernels, which compiled autograd traces; graph_key
+  // names that backward graph (and its symbols' values) uniquely in this process.
   using BackwardFn = std::function<std::vector<Tensor>(std::vector<Tensor>)>;
-  CompiledBackward(std::string function, BackwardFn backward,
-                   std::vector<int> differentiable_results, std::vector<int> targets)
+  CompiledBackward(std::string function, BackwardFn backward, BackwardFn traced,
+                   std::string graph_key, std::vector<int> differentiable_results,
+                   std::vector<int> targets)
       : function_(std::move(function)),
         backward_(std::move(backward)),
+        traced_(std::move(traced)),
+        graph_key_(std::move(graph_key)),
         differentiable_results_(std::move(differentiable_results)),
         targets_(std::move(targets)) {}
 
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   std::string name() const override { return "CompiledFunctionBackward"; }
+  bool describe_for_trace(std::vector<Tensor>& saved, std::ostream& key) override;
+  std::vector<Tensor> apply_traced(std::vector<Tensor>&& grads,
+                                   const std::vector<Tensor>& saved) const override;
 
  private:
+  // Runs `backward` on the saved values and the gradients, mapping its results to the inputs.
+  std::vector<Tensor> run(std::vector<Tensor> grads, std::vector<Tensor> saved,
+                          const BackwardFn& backward) const;
+
   std::string function_;
-  BackwardFn backward_;
+  BackwardFn backward_, traced_;
+  std::string graph_key_;
   std::vector<int> differentiable_results_, targets_;
 };
 

@@ -18,6 +18,7 @@ namespace kiln::compiler {
 namespace {
 
 std::atomic<int> g_next_id{0};
+std::atomic<uint64_t> g_next_entry_id{0};
 
 bool has_traced_tensor(const std::vector<Arg>& args) {
   auto traced = [](const Tensor& t) { return t.defined() && t.impl()->is_traced(); };
@@ -91,6 +92,7 @@ void CompiledFunction::set_captured_source(std::shared_ptr<CapturedSource> sourc
   captured_source_ = std::move(source);
 }
 
+CompiledFunction::Entry::Entry() : id(g_next_entry_id++) {}
 CompiledFunction::Entry::~Entry() = default;
 
 bool CompiledFunction::captured_for(const Entry& e, std::vector<Tensor>& captured,
@@ -184,12 +186,17 @@ std::vector<Tensor> CompiledFunction::run_training(const std::shared_ptr<const E
   const std::vector<Tensor> saved(outs.begin() + static_cast<std::ptrdiff_t>(t.results),
                                   outs.end());
   outs.resize(t.results);
+  std::string graph_key = std::to_string(e->id);
+  for (int64_t s : symbols) graph_key += " " + std::to_string(s);
   auto node = std::make_shared<CompiledBackward>(
       name_,
       [e, symbols](std::vector<Tensor> in) {
         return e->backward_program->run(std::move(in), {}, symbols);
       },
-      t.differentiable_results, t.grad_targets);
+      [e, symbols](std::vector<Tensor> in) {
+        return replay(e->training->backward, in, {}, symbols);
+      },
+      std::move(graph_key), t.differentiable_results, t.grad_targets);
   node->ctx.save_for_backward(saved);
   std::vector<Tensor> no_gradient;
   for (size_t k = 0; k < outs.size(); ++k)

@@ -71,6 +71,8 @@ class CompiledFunction {
     std::unique_ptr<TrainingGraphs> training;
     std::unique_ptr<CodegenProgram> backward_program;
     std::shared_ptr<const void> captured_places;  // from captured_source_, when there is one
+    uint64_t id;  // unique in the process: compiled autograd's cache keys name graphs by it
+    Entry();
     ~Entry();
   };
   struct Capture {
