@@ -15,6 +15,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "examples/gpt/model.h"
 #include "kiln/kiln.h"
@@ -23,9 +24,12 @@ namespace {
 
 using kiln::Tensor;
 
+// compiled_autograd: the backward passes run under kiln::compiler::compiled_autograd.
 template <class Model, class Forward>
 void train_steps(benchmark::State& state, Model& model, Forward forward, const Tensor& x,
-                 const Tensor& y) {
+                 const Tensor& y, bool compiled_autograd = false) {
+  std::optional<kiln::compiler::CompiledAutograd> guard;
+  if (compiled_autograd) guard.emplace();
   kiln::optim::AdamW opt(model->parameters(), kiln::optim::AdamWOptions(1e-3));
   for (auto _ : state) {
     opt.zero_grad();
@@ -37,20 +41,22 @@ void train_steps(benchmark::State& state, Model& model, Forward forward, const T
 }
 
 // compiled: 0 eager, 1 the whole model under kiln::compile, 2 its blocks compiled regionally
-// (block->compile(); the embeddings and the output layer run eagerly).
+// (block->compile(); the embeddings and the output layer run eagerly), 3 an eager forward with
+// the backward under compiled autograd, 4 the whole model compiled and compiled autograd.
 void BM_GptTrainStep(benchmark::State& state) {
   kiln::manual_seed(0);
   gpt::GPT model(gpt::Config{12, 8, 2, 4, 64, 0.0});
   const Tensor x = kiln::randint(0, 12, {64, 8}), y = kiln::randint(0, 12, {64, 8});
   auto eager = [&](const Tensor& t) { return model(t); };
-  if (state.range(0) == 1) {
+  const int64_t mode = state.range(0);
+  if (mode == 1 || mode == 4) {
     auto f = kiln::compile(model);
     return train_steps(
-        state, model, [&](const Tensor& t) { return f(t); }, x, y);
+        state, model, [&](const Tensor& t) { return f(t); }, x, y, mode == 4);
   }
-  if (state.range(0) == 2)
+  if (mode == 2)
     for (const auto& block : *model->blocks) block->compile();
-  train_steps(state, model, eager, x, y);
+  train_steps(state, model, eager, x, y, mode == 3);
 }
 
 // The first training step of an 8-block GPT with an empty kernel cache (the C++ compiler runs):
@@ -80,12 +86,14 @@ void BM_GptColdStart(benchmark::State& state) {
   unsetenv("KILN_CACHE_DIR");
 }
 
-// A Sequential's steps, eager (compiled: 0) or with kiln::compile(model) (compiled: 1).
+// A Sequential's steps, eager (compiled: 0), with kiln::compile(model) (compiled: 1), or eager
+// with the backward under compiled autograd (compiled: 2).
 void train_sequential(benchmark::State& state, kiln::nn::Sequential& model, const Tensor& x,
                       const Tensor& y) {
-  if (state.range(0) == 0)
+  if (state.range(0) != 1)
     return train_steps(
-        state, model, [&](const Tensor& t) { return model->forward(t); }, x, y);
+        state, model, [&](const Tensor& t) { return model->forward(t); }, x, y,
+        state.range(0) == 2);
   auto f = kiln::compile(model);
   train_steps(
       state, model, [&](const Tensor& t) { return f(t); }, x, y);
@@ -152,6 +160,8 @@ BENCHMARK(BM_GptTrainStep)
     ->Arg(0)
     ->Arg(1)
     ->Arg(2)
+    ->Arg(3)
+    ->Arg(4)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK(BM_GptColdStart)
@@ -165,6 +175,7 @@ BENCHMARK(BM_MlpTrainStep)
     ->ArgName("compiled")
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
@@ -172,6 +183,7 @@ BENCHMARK(BM_CnnTrainStep)
     ->ArgName("compiled")
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
