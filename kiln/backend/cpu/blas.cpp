@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <string_view>
 #include <type_traits>
 
 #include "kiln/backend/cpu/dnnl_matmul.h"
@@ -163,7 +162,10 @@ void blas_gemm(GemmArgs g) {
   }
 }
 
-// bfloat16/float16 without a oneDNN kernel: float32 copies, sgemm, rounded back.
+template <class T>
+void dispatch_gemm(const GemmArgs& g);
+
+// bfloat16/float16 without a oneDNN kernel: float32 copies, a float32 product, rounded back.
 template <class T>
 void converted_gemm(const GemmArgs& g) {
   Owned<float> a, b, c;
@@ -180,7 +182,7 @@ void converted_gemm(const GemmArgs& g) {
   }
   f.c_batch_stride = g.m * g.n;
   f.ldc = g.n;
-  blas_gemm<float>(f);
+  dispatch_gemm<float>(f);
   T* out = static_cast<T*>(g.c);
   parallel_for(0, g.batch * g.m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n, 1)),
                [&](int64_t begin, int64_t end) {
@@ -241,21 +243,6 @@ void loop_gemm(const GemmArgs& g) {
       });
 }
 
-// Whether OpenBLAS runs its AVX2 or AVX-512 kernels here. OpenBLAS picks them from the CPU model
-// when it loads; a CPU newer than the OpenBLAS build (Debian 12's 0.3.21 on Emerald Rapids) gets
-// its generic SSE3 core ("Prescott"), 2-5x slower than oneDNN's matmul, which then takes
-// float32 products instead.
-bool openblas_has_vector_core() {
-  static const bool known = [] {
-    const std::string_view core = openblas_get_corename();
-    for (std::string_view vector_core :
-         {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"})
-      if (core == vector_core) return true;
-    return false;
-  }();
-  return known;
-}
-
 // float32 with B's rows contiguous on the register-blocked kernel of small_gemm.h, in tasks of 8
 // rows of one matrix. Threads share out whole matrices only: one product is under 2^21
 // multiply-adds (at most tens of microseconds), about what waking a sleeping thread costs.
@@ -287,6 +274,16 @@ void small_float_gemm(const GemmArgs& g) {
   });
 }
 
+// small_float_gemm for any B: B with strided rows (a linear layer's transposed weight) is made
+// dense first; its k x n copy is small next to the product.
+void kiln_float_gemm(const GemmArgs& g) {
+  if (g.b.col_stride == 1) return small_float_gemm(g);
+  Owned<float> b_copy;
+  GemmArgs dense = g;
+  dense.b = dense_copy<float, float>(g.b, g.batch, g.k, g.n, b_copy);
+  small_float_gemm(dense);
+}
+
 // Products of at most this many multiply-adds per matrix skip BLAS/oneDNN: the call (and, for
 // 16-bit floats, the conversions) cost more than the arithmetic.
 constexpr int64_t kTinyGemmWork = 32;
@@ -299,22 +296,17 @@ void dispatch_gemm(const GemmArgs& g) {
   } else if (g.m * g.n * g.k <= kTinyGemmWork) {
     loop_gemm<T>(g);
   } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    // Where OpenBLAS has only generic kernels, float32 goes to oneDNN from about 128^3
-    // multiply-adds; below that, waking oneDNN's threads costs more (80 us for a 32 x 32
-    // product) than the arithmetic, and Kiln's own vector kernel takes it.
+    // float32 goes to oneDNN from about 128^3 multiply-adds: its AVX-512 kernels ran 1.6-2x
+    // faster than OpenBLAS's AVX2 Zen core on an AMD EPYC from 128^3 to 1024^3, and 2-5x
+    // faster than the generic Prescott core OpenBLAS falls back to on CPUs newer than its
+    // build. Below that, waking oneDNN's threads costs more (80 us for a 32 x 32 product) than
+    // the arithmetic, and Kiln's own vector kernel takes it.
+    // max-autotune times all three per product (kiln/compile/codegen/gemm_autotune.h).
     constexpr int64_t kOneDnnMinWork = int64_t{1} << 21;
-    if (std::is_same_v<T, float> && !openblas_has_vector_core()) {
+    if constexpr (std::is_same_v<T, float>) {
       const bool large = g.m * g.n * g.k >= kOneDnnMinWork;
       if (large && onednn::matmul(g)) return;
-      if (!large) {
-        if (g.b.col_stride == 1) return small_float_gemm(g);
-        // B with strided rows (a linear layer's transposed weight) is made dense first: its k x n
-        // copy is small next to the product, which OpenBLAS's generic kernels run 2-3x slower.
-        Owned<float> b_copy;
-        GemmArgs dense = g;
-        dense.b = dense_copy<float, float>(g.b, g.batch, g.k, g.n, b_copy);
-        return small_float_gemm(dense);
-      }
+      if (!large) return kiln_float_gemm(g);
     }
     blas_gemm<T>(g);
   } else {
@@ -322,10 +314,75 @@ void dispatch_gemm(const GemmArgs& g) {
   }
 }
 
+thread_local GemmInterceptor gemm_interceptor = nullptr;
+
 }  // namespace
+
+const char* to_string(GemmImpl impl) {
+  switch (impl) {
+    case GemmImpl::OpenBlas:
+      return "openblas";
+    case GemmImpl::OneDnn:
+      return "onednn";
+    case GemmImpl::Kiln:
+      return "kiln";
+    case GemmImpl::Converted:
+      return "converted";
+  }
+  return "?";
+}
+
+std::vector<GemmImpl> gemm_candidates(const GemmArgs& g) {
+  if (g.k == 0 || g.m * g.n * g.k <= kTinyGemmWork) return {};
+  switch (g.dtype) {
+    case kFloat32: {
+      std::vector<GemmImpl> c = {GemmImpl::OpenBlas, GemmImpl::Kiln};
+      if (onednn::has_matmul(kFloat32)) c.push_back(GemmImpl::OneDnn);
+      return c;
+    }
+    case kBFloat16:
+    case kFloat16:
+      if (onednn::has_matmul(g.dtype)) return {GemmImpl::OneDnn, GemmImpl::Converted};
+      return {};
+    default:
+      return {};
+  }
+}
+
+bool gemm_with(GemmImpl impl, const GemmArgs& g) {
+  if (g.batch == 0 || g.m == 0 || g.n == 0) return true;
+  const bool f32 = g.dtype == kFloat32, half = g.dtype == kBFloat16 || g.dtype == kFloat16;
+  switch (impl) {
+    case GemmImpl::OpenBlas:
+      if (!f32) return false;
+      blas_gemm<float>(g);
+      return true;
+    case GemmImpl::Kiln:
+      if (!f32) return false;
+      kiln_float_gemm(g);
+      return true;
+    case GemmImpl::OneDnn:
+      return (f32 || half) && onednn::matmul(g);
+    case GemmImpl::Converted:
+      if (g.dtype == kBFloat16)
+        converted_gemm<BFloat16>(g);
+      else if (g.dtype == kFloat16)
+        converted_gemm<Half>(g);
+      else
+        return false;
+      return true;
+  }
+  return false;
+}
+
+GemmInterceptor set_gemm_interceptor(GemmInterceptor interceptor) {
+  std::swap(gemm_interceptor, interceptor);
+  return interceptor;
+}
 
 void gemm(const GemmArgs& g) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
+  if (gemm_interceptor && gemm_interceptor(g)) return;
   visit_numeric(g.dtype, "matmul", [&](auto tag) { dispatch_gemm<decltype(tag)>(g); });
 }
 
@@ -379,12 +436,11 @@ void sync_blas_threads(int64_t work) {
 }
 
 std::string f32_gemm_path() {
-  const std::string core = openblas_get_corename();
-  if (openblas_has_vector_core()) return "OpenBLAS sgemm (" + core + " kernels)";
   const std::string large =
-      onednn::has_matmul(kFloat32) ? "oneDNN matmul primitive" : "OpenBLAS sgemm";
-  return "Kiln's vector kernel below 2^21 multiply-adds, " + large +
-         " above (OpenBLAS has only its generic " + core + " kernels for this CPU)";
+      onednn::has_matmul(kFloat32)
+          ? "oneDNN matmul primitive"
+          : "OpenBLAS sgemm (" + std::string(openblas_get_corename()) + " kernels)";
+  return "Kiln's vector kernel below 2^21 multiply-adds, " + large + " above";
 }
 
 const char* bf16_gemm_path() {

@@ -1,9 +1,12 @@
 #pragma once
-// Matrix products on the CPU. float32/float64 go to OpenBLAS with transposed and strided operands
-// passed as trans/lda (no copies); bfloat16/float16 go to oneDNN's matmul where the CPU has one,
-// otherwise to float32 sgemm on converted copies; integers use a plain loop.
+// Matrix products on the CPU. float32 goes to Kiln's register-blocked kernel below 2^21
+// multiply-adds and to oneDNN's matmul above; float64 (and float32 where oneDNN has no optimised
+// kernel) to OpenBLAS with transposed and strided operands passed as trans/lda (no copies);
+// bfloat16/float16 to oneDNN's matmul where the CPU has one, otherwise to float32 sgemm on
+// converted copies; integers use a plain loop.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kiln/core/dtype.h"
 
@@ -28,6 +31,21 @@ struct GemmArgs {
   double alpha = 1, beta = 0;
 };
 void gemm(const GemmArgs& args);
+
+// The implementations a float product can take, which max-autotune times against each other
+// (kiln/compile/codegen/gemm_autotune.h): OpenBLAS's sgemm, oneDNN's matmul, Kiln's
+// register-blocked kernel (small_gemm.h), and for 16-bit floats float32 sgemm on converted copies.
+enum class GemmImpl : uint8_t { OpenBlas, OneDnn, Kiln, Converted };
+const char* to_string(GemmImpl impl);
+// The implementations that can run `args` on this CPU; empty where there is one path only
+// (float64, integers, tiny products).
+std::vector<GemmImpl> gemm_candidates(const GemmArgs& args);
+// Runs `args` with `impl`; false, having computed nothing, where impl cannot.
+bool gemm_with(GemmImpl impl, const GemmArgs& args);
+// A function gemm() asks first, on this thread, while it is set; it returns true when it ran the
+// product. Returns the one it replaces.
+using GemmInterceptor = bool (*)(const GemmArgs& args);
+GemmInterceptor set_gemm_interceptor(GemmInterceptor interceptor);
 
 // *out = sum_i x[i * incx] * y[i * incy] in `dtype` (16-bit floats accumulate in float,
 // integers wrap around as in C).
