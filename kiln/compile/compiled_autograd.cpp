@@ -188,7 +188,8 @@ std::shared_ptr<CompiledPass> capture(const Pass& p, const std::vector<Edge>& ro
   });
   c->graph = tr.finish(outputs);
   simplify(c->graph);
-  if (options.backend() == "codegen") c->program = std::make_unique<CodegenProgram>(c->graph);
+  if (options.backend() == "codegen")
+    c->program = std::make_unique<CodegenProgram>(c->graph, options.mode() == "max-autotune");
   return c;
 }
 
@@ -284,6 +285,9 @@ CompiledAutograd::CompiledAutograd(CompileOptions options) : cache_(std::make_sh
   KILN_CHECK(options.backend() == "codegen" || options.backend() == "eager",
              "compiled_autograd: unknown backend \"", options.backend(),
              "\"; expected \"codegen\" or \"eager\"");
+  KILN_CHECK(options.mode() == "default" || options.mode() == "max-autotune",
+             "compiled_autograd: unknown mode \"", options.mode(),
+             "\"; expected \"default\" or \"max-autotune\"");
   cache_->options = std::move(options);
   previous_ = autograd::set_backward_interceptor(
       [cache = cache_](const std::vector<Edge>& roots, const std::vector<Tensor>& grads,

@@ -67,8 +67,9 @@ CompiledFunction::CompiledFunction(FlatFn fn, CompileOptions options)
   KILN_CHECK(options_.backend() == "codegen" || options_.backend() == "eager",
              "compile: unknown backend \"", options_.backend(), "\" for ", name_,
              "; expected \"codegen\" or \"eager\"");
-  KILN_CHECK(options_.mode() == "default", "compile: unknown mode \"", options_.mode(), "\" for ",
-             name_, "; expected \"default\"");
+  KILN_CHECK(options_.mode() == "default" || options_.mode() == "max-autotune",
+             "compile: unknown mode \"", options_.mode(), "\" for ", name_,
+             "; expected \"default\" or \"max-autotune\"");
   KILN_CHECK(options_.recompile_limit() >= 1, "compile: recompile_limit must be at least 1, got ",
              options_.recompile_limit());
   policy_.dynamic = options_.dynamic();
@@ -142,7 +143,7 @@ CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args
                             std::to_string(stats.merged) + " merged as common subexpressions, " +
                             std::to_string(stats.removed) + " unused ones removed");
   if (options_.backend() == "codegen" && !needs_autograd(entry->guards))
-    entry->program = std::make_unique<CodegenProgram>(entry->graph);
+    entry->program = std::make_unique<CodegenProgram>(entry->graph, autotune());
   return {entry, ""};
 }
 
@@ -158,8 +159,8 @@ void CompiledFunction::compile_training(Entry& entry, Tracer& tracer,
                           " bytes besides captured tensors) and the backward recomputes " +
                           std::to_string(t.recomputed_ops) + " ops:\n" + t.backward.str());
   entry.graph = t.forward;  // for the guards, explain() and the logs
-  entry.program = std::make_unique<CodegenProgram>(t.forward);
-  entry.backward_program = std::make_unique<CodegenProgram>(t.backward);
+  entry.program = std::make_unique<CodegenProgram>(t.forward, autotune());
+  entry.backward_program = std::make_unique<CodegenProgram>(t.backward, autotune());
 }
 
 std::vector<Tensor> CompiledFunction::run(const std::shared_ptr<const Entry>& e,

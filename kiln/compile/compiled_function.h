@@ -91,6 +91,7 @@ class CompiledFunction {
                                    std::vector<Tensor> inputs, const std::vector<Tensor>& captured,
                                    const std::vector<int64_t>& symbols) const;
   std::vector<Tensor> fall_back(const std::string& reason, const std::vector<Arg>& args);
+  bool autotune() const { return options_.mode() == "max-autotune"; }
 
   FlatFn fn_;
   CompileOptions options_;

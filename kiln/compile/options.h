@@ -25,6 +25,9 @@ class CompileOptions {
     backend_ = std::move(b);
     return *this;
   }
+  // "default", or "max-autotune": each matrix product of the compiled code is timed with every
+  // implementation that can run it, at its sizes, and runs with the fastest (the choice is
+  // cached on disk; codegen/gemm_autotune.h).
   CompileOptions& mode(std::string m) {
     mode_ = std::move(m);
     return *this;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "kiln/kiln.h"
+#include "tests/compile/cache_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -503,42 +504,6 @@ TEST(Codegen, ExplainListsTheFusedOps) {
 }
 
 // ---- the kernel cache ----
-
-// A fresh cache directory for one test, removed after it.
-class CacheDir {
- public:
-  CacheDir() {
-    path_ = fs::temp_directory_path() /
-            ("kiln-cache-test-" + std::to_string(getpid()) + "-" + std::to_string(counter_++));
-    fs::remove_all(path_);
-    const char* old = std::getenv("KILN_CACHE_DIR");
-    if (old) old_ = old;
-    setenv("KILN_CACHE_DIR", path_.c_str(), 1);
-    compiler::clear_memory_cache();
-  }
-  ~CacheDir() {
-    if (old_.empty())
-      unsetenv("KILN_CACHE_DIR");
-    else
-      setenv("KILN_CACHE_DIR", old_.c_str(), 1);
-    unsetenv("KILN_CACHE_MAX_MB");
-    compiler::clear_memory_cache();
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  std::vector<fs::path> objects() const {
-    std::vector<fs::path> out;
-    for (const auto& f : fs::directory_iterator(path_ / "kernels"))
-      if (f.path().extension() == ".so") out.push_back(f.path());
-    return out;
-  }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-  std::string old_;
-};
 
 Tensor run_gelu_affine(int64_t n) {
   auto f = compile(gelu_affine, CompileOptions().dynamic(false));

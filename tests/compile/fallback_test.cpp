@@ -96,7 +96,7 @@ TEST(CompileFallback, UserErrorsPropagate) {
 TEST(CompileFallback, UnknownBackendsAndModesAreErrors) {
   auto fn = [](const Tensor& x) { return x; };
   EXPECT_THROW(compile(fn, CompileOptions().backend("inductor")), Error);
-  EXPECT_THROW(compile(fn, CompileOptions().mode("max-autotune")), Error);
+  EXPECT_THROW(compile(fn, CompileOptions().mode("reduce-overhead")), Error);
   EXPECT_THROW(compiler::set_logs("graph,bogus"), Error);
 }
 

@@ -1,5 +1,7 @@
 #include "kiln/compile/codegen/program.h"
 
+#include "kiln/compile/codegen/gemm_autotune.h"
+
 #include "kiln/backend/cpu/cpu_capability.h"
 #include "kiln/backend/cpu/parallel.h"
 #include "kiln/compile/logs.h"
@@ -84,7 +86,8 @@ std::vector<std::vector<int>> last_reads(const Graph& g, const Schedule& schedul
 
 }  // namespace
 
-CodegenProgram::CodegenProgram(const Graph& graph) : graph_(graph) {
+CodegenProgram::CodegenProgram(const Graph& graph, bool autotune)
+    : graph_(graph), autotune_(autotune) {
   schedule_ = compiler::schedule(graph);
   const cpu::CpuCapability level = cpu::cpu_capability();
   unit_ = generate_cpp(graph, schedule_, level);
@@ -148,6 +151,17 @@ std::vector<Tensor> CodegenProgram::run(std::vector<Tensor> inputs,
                                         std::span<const int64_t> symbols) const {
   std::vector<Tensor> values = bind_inputs(graph_, inputs, captured);
   inputs.clear();
+  if (autotune_) {
+    const GemmAutotuneScope scope;
+    run_steps(values, symbols);
+  } else {
+    run_steps(values, symbols);
+  }
+  return graph_outputs(graph_, values);
+}
+
+void CodegenProgram::run_steps(std::vector<Tensor>& values,
+                               std::span<const int64_t> symbols) const {
   std::vector<Tensor> args;
   for (size_t i = 0; i < schedule_.steps.size(); ++i) {
     const Step& s = schedule_.steps[i];
@@ -157,7 +171,6 @@ std::vector<Tensor> CodegenProgram::run(std::vector<Tensor> inputs,
       run_node(graph_, graph_.nodes[s.index], values, symbols, args);
     for (int id : last_read_by_[i]) values[id] = Tensor();
   }
-  return graph_outputs(graph_, values);
 }
 
 }  // namespace kiln::compiler

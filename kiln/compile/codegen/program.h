@@ -14,7 +14,9 @@ namespace kiln::compiler {
 class CodegenProgram {
  public:
   // Schedules, generates and builds the kernels of `graph` (which must outlive the program).
-  explicit CodegenProgram(const Graph& graph);
+  // autotune (mode "max-autotune"): its matrix products run with the implementation timed
+  // fastest for each (gemm_autotune.h).
+  explicit CodegenProgram(const Graph& graph, bool autotune = false);
   // captured: this call's tensors in the places of graph.captured_tensors. Each value, inputs
   // included, is dropped after the last step that reads it, so a caller that moves its inputs
   // in (a compiled backward, its saved values) frees them as the program goes.
@@ -27,8 +29,10 @@ class CodegenProgram {
 
  private:
   void run_kernel(int k, std::vector<Tensor>& values, std::span<const int64_t> symbols) const;
+  void run_steps(std::vector<Tensor>& values, std::span<const int64_t> symbols) const;
 
   const Graph& graph_;
+  bool autotune_;
   Schedule schedule_;
   GeneratedUnit unit_;
   std::shared_ptr<SharedObject> library_;

@@ -1,0 +1,35 @@
+#pragma once
+// max-autotune's GEMM choices, as PyTorch's inductor makes them on the CPU: each matrix product a
+// compiled program runs is timed once with every implementation that can run it (cpu::GemmImpl:
+// OpenBLAS, oneDNN, Kiln's register-blocked kernel, converted float32 for 16-bit floats) at its
+// real sizes and layout, and runs with the fastest from then on. Choices are kept in memory and
+// in $KILN_CACHE_DIR/autotune (per CPU and thread count), so another process reuses them.
+#include <cstdint>
+
+#include "kiln/backend/cpu/blas.h"
+
+namespace kiln::compiler {
+
+// While alive, cpu::gemm on this thread runs each product with its tuned implementation, tuning
+// the ones it has not met.
+class GemmAutotuneScope {
+ public:
+  GemmAutotuneScope();
+  ~GemmAutotuneScope();
+  GemmAutotuneScope(const GemmAutotuneScope&) = delete;
+  GemmAutotuneScope& operator=(const GemmAutotuneScope&) = delete;
+
+ private:
+  cpu::GemmInterceptor previous_;
+};
+
+struct GemmAutotuneStats {
+  int64_t tuned = 0;        // products timed in this process
+  int64_t disk_hits = 0;    // choices found among those loaded from the disk
+  int64_t memory_hits = 0;  // choices made or loaded earlier in this process
+};
+GemmAutotuneStats gemm_autotune_stats();
+// Forgets the choices this process holds (tests: the next lookup reads the disk again).
+void clear_gemm_autotune_memory();
+
+}  // namespace kiln::compiler
