@@ -1,7 +1,9 @@
 """torch's side of bench/compile_training.cpp: the same training steps (zero_grad, forward,
 cross_entropy, backward, AdamW step) eager and with the model under torch.compile (inductor on
-the CPU, forward and backward compiled by AOTAutograd), 2 threads; time per step after warm-up
-(the median of 5 timed loops of about 0.5 s).
+the CPU, forward and backward compiled by AOTAutograd), and with the backward under compiled
+autograd (torch._dynamo.compiled_autograd, its graph compiled by torch.compile) after an eager
+and after a compiled forward, 2 threads; time per step after warm-up (the median of 5 timed
+loops of about 0.5 s).
 
     /opt/ref/bin/python bench/compile_training.py
 """
@@ -12,13 +14,18 @@ from compile_fusion import GPT
 from timing import per_call
 
 
-def step_fn(model, forward, x, y):
+def step_fn(model, forward, x, y, compiled_autograd=False):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
     def step():
         opt.zero_grad()
         logits = forward(x)
-        F.cross_entropy(logits.flatten(0, logits.dim() - 2), y.flatten()).backward()
+        loss = F.cross_entropy(logits.flatten(0, logits.dim() - 2), y.flatten())
+        if compiled_autograd:
+            with torch._dynamo.compiled_autograd._enable(torch.compile):
+                loss.backward()
+        else:
+            loss.backward()
         opt.step()
 
     return step
@@ -46,9 +53,13 @@ def main():
         torch.manual_seed(0)
         model = make()
         eager = per_call(step_fn(model, model, x, y), loop_seconds=0.5, repeats=5)
-        compiled = per_call(step_fn(model, torch.compile(model), x, y), loop_seconds=0.5,
-                            repeats=5)
-        print(f"{name}: eager {eager * 1e6:.0f} us, torch.compile {compiled * 1e6:.0f} us")
+        compiled_model = torch.compile(model)
+        compiled = per_call(step_fn(model, compiled_model, x, y), loop_seconds=0.5, repeats=5)
+        ca = per_call(step_fn(model, model, x, y, True), loop_seconds=0.5, repeats=5)
+        both = per_call(step_fn(model, compiled_model, x, y, True), loop_seconds=0.5, repeats=5)
+        print(f"{name}: eager {eager * 1e6:.0f} us, torch.compile {compiled * 1e6:.0f} us, "
+              f"compiled autograd {ca * 1e6:.0f} us, torch.compile and compiled autograd "
+              f"{both * 1e6:.0f} us")
 
 
 if __name__ == "__main__":
