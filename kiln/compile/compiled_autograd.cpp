@@ -1,5 +1,6 @@
 #include "kiln/compile/compiled_autograd.h"
 
+#include <algorithm>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -59,8 +60,17 @@ void describe_tensor(std::ostream& os, const Tensor& t) {
   os << t.dtype() << t.device() << t.sym_sizes() << t.sym_strides();
 }
 
+// A hook is known by its type (each lambda has its own), and a function pointer by its address.
+void describe_hook(std::ostream& os, const autograd::Node::TensorHook& hook) {
+  os << hook.target_type().name();
+  if (auto* f = hook.target<Tensor (*)(const Tensor&)>()) os << "@" << reinterpret_cast<void*>(*f);
+}
+
 void describe_hooks(std::ostream& os, const autograd::Node& n) {
-  for (const auto& [nr, hook] : n.pre_hooks()) os << " hook" << nr << hook.target_type().name();
+  for (const auto& [nr, hook] : n.pre_hooks()) {
+    os << " hook" << nr;
+    describe_hook(os, hook);
+  }
   for (const auto& [nr, tensor] : n.retains_grad()) os << " retain" << nr;
 }
 
@@ -104,7 +114,10 @@ Pass describe(const std::vector<Edge>& roots, const std::vector<Tensor>& root_gr
       describe_tensor(key, leaf);
       slots.push_back(add(m ? m->grad : Tensor()));
       if (m)
-        for (const auto& hook : m->hooks) key << " leafhook" << hook.target_type().name();
+        for (const auto& hook : m->hooks) {
+          key << " leafhook";
+          describe_hook(key, hook);
+        }
     } else {
       std::vector<Tensor> saved;
       if (node->describe_for_trace(saved, key)) {

@@ -147,6 +147,23 @@ TEST(CompiledAutograd, HooksAndRetainGradMatchEager) {
   EXPECT_TRUE(allclose(compiled[1], eager[1]));
 }
 
+Tensor doubled(const Tensor& g) { return g * 2.0; }
+Tensor tripled(const Tensor& g) { return g * 3.0; }
+
+// Two hooks of one type (function pointers) are two structures, not one cached graph.
+TEST(CompiledAutograd, FunctionPointerHooksAreToldApart) {
+  const Tensor w = tensor({1.0f, 2.0f}).requires_grad_();
+  CompiledAutograd guard;
+  for (auto* hook : {&doubled, &tripled}) {
+    w.mutable_grad() = Tensor();
+    Tensor h = w * 1.0;
+    h.add_grad_hook(hook);
+    h.sum().backward();
+    EXPECT_TRUE(allclose(w.grad(), hook(ones({2}))));
+  }
+  EXPECT_EQ(guard.stats().compilations, 2);
+}
+
 TEST(CompiledAutograd, NewSizesCompileAnotherGraph) {
   const Tensor w = randn({8, 8}).requires_grad_();
   CompiledAutograd guard;
