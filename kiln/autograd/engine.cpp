@@ -11,6 +11,7 @@
 #include "kiln/autograd/node.h"
 #include "kiln/core/autograd_meta.h"
 #include "kiln/core/error.h"
+#include "kiln/core/graph_break.h"
 #include "kiln/ops/ops.h"
 
 namespace kiln::autograd {
@@ -93,6 +94,12 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
     KILN_CHECK(r.defined(), "backward: tensor ", i, " is undefined");
+    // Autograd does not record inside a capture, so a traced tensor has no graph to run.
+    if (r.impl()->is_traced())
+      throw compiler::GraphBreak(
+          "backward() inside a function under kiln::compile is not captured; the function runs "
+          "eagerly, where it computes the gradients (compile the forward alone, and use "
+          "kiln::compiler::compiled_autograd for the backward)");
     Edge e = gradient_edge(r);
     KILN_CHECK(e.valid(), "element ", i,
                " of tensors does not require grad and does not have a grad_fn");

@@ -10,15 +10,9 @@
 #include "kiln/compile/graph.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/error.h"
+#include "kiln/core/graph_break.h"
 
 namespace kiln::compiler {
-
-// Why a capture stopped: the function does something a graph cannot hold (reads a value, draws
-// random numbers, makes a size that depends on values). The function then runs eagerly.
-class GraphBreak : public Error {
- public:
-  using Error::Error;
-};
 
 class Tracer {
  public:
