@@ -30,3 +30,14 @@ void reset() {
 }
 
 }  // namespace kiln::compiler
+
+namespace kiln {
+
+void check_backend_and_mode(const CompileOptions& options, const std::string& where) {
+  KILN_CHECK(options.backend() == "codegen" || options.backend() == "eager", where,
+             ": unknown backend \"", options.backend(), "\"; expected \"codegen\" or \"eager\"");
+  KILN_CHECK(options.mode() == "default" || options.mode() == "max-autotune", where,
+             ": unknown mode \"", options.mode(), "\"; expected \"default\" or \"max-autotune\"");
+}
+
+}  // namespace kiln

@@ -295,12 +295,7 @@ struct CompiledAutograd::Cache {
 };
 
 CompiledAutograd::CompiledAutograd(CompileOptions options) : cache_(std::make_shared<Cache>()) {
-  KILN_CHECK(options.backend() == "codegen" || options.backend() == "eager",
-             "compiled_autograd: unknown backend \"", options.backend(),
-             "\"; expected \"codegen\" or \"eager\"");
-  KILN_CHECK(options.mode() == "default" || options.mode() == "max-autotune",
-             "compiled_autograd: unknown mode \"", options.mode(),
-             "\"; expected \"default\" or \"max-autotune\"");
+  check_backend_and_mode(options, "compiled_autograd");
   cache_->options = std::move(options);
   previous_ = autograd::set_backward_interceptor(
       [cache = cache_](const std::vector<Edge>& roots, const std::vector<Tensor>& grads,

@@ -64,12 +64,7 @@ CompiledFunction::CompiledFunction(FlatFn fn, CompileOptions options)
     : fn_(std::move(fn)), options_(std::move(options)) {
   name_ = options_.name().empty() ? "compiled function " + std::to_string(g_next_id++)
                                   : options_.name();
-  KILN_CHECK(options_.backend() == "codegen" || options_.backend() == "eager",
-             "compile: unknown backend \"", options_.backend(), "\" for ", name_,
-             "; expected \"codegen\" or \"eager\"");
-  KILN_CHECK(options_.mode() == "default" || options_.mode() == "max-autotune",
-             "compile: unknown mode \"", options_.mode(), "\" for ", name_,
-             "; expected \"default\" or \"max-autotune\"");
+  check_backend_and_mode(options_, "compile: " + name_);
   KILN_CHECK(options_.recompile_limit() >= 1, "compile: recompile_limit must be at least 1, got ",
              options_.recompile_limit());
   policy_.dynamic = options_.dynamic();

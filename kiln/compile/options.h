@@ -59,4 +59,8 @@ class CompileOptions {
   std::string name_;
 };
 
+// Checks the backend and the mode: `where` ("compile: ... for f", "compiled_autograd") starts
+// the error.
+void check_backend_and_mode(const CompileOptions& options, const std::string& where);
+
 }  // namespace kiln
