@@ -220,6 +220,12 @@ ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Opt
       g.context = std::make_shared<gloo::rendezvous::Context>(rank, size);
       g.context->setTimeout(g.options.timeout);
       g.context->connectFullMesh(gloo_store, device);
+      // A rank's connect returns once its own pairs are up, while a peer may still be reading
+      // the handshake of a pair they share; a rank that then did its work and exited would
+      // close that pair under the peer. So no rank leaves until every rank has connected
+      // (c10d's store-based barrier).
+      if (store->add("connected", 1) == size) store->set("all_connected", "1");
+      store->wait({"all_connected"}, g.options.timeout);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
