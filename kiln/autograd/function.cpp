@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <ostream>
 
 #include "kiln/autograd/op_node.h"
 #include "kiln/core/autograd_meta.h"
@@ -13,6 +14,7 @@
 namespace kiln::autograd {
 
 variable_list AutogradContext::get_saved_variables() const {
+  if (traced_saved_) return *traced_saved_;
   auto node = node_.lock();
   variable_list out;
   for (const auto& s : saved_) out.push_back(s.unpack(node, "a custom autograd Function"));
@@ -121,6 +123,62 @@ variable_list CustomNodeBase::map_result(variable_list&& result) const {
     out[i] = reduce_grad_to(out[i], input_meta_[i], who, i);
   }
   return out;
+}
+
+namespace {
+// saved_data's entries in key order (an unordered_map's order is not stable).
+std::vector<std::pair<std::string, const IValue*>> sorted_data(
+    const std::unordered_map<std::string, IValue>& data) {
+  std::vector<std::pair<std::string, const IValue*>> out;
+  for (const auto& [k, v] : data) out.emplace_back(k, &v);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+}  // namespace
+
+bool CustomNodeBase::describe_for_trace(std::vector<Tensor>& saved, std::ostream& key) {
+  key << name() << " materialize " << ctx.materialize_grads_ << " needs";
+  for (bool b : ctx.needs_input_grad_) key << b;
+  for (const SymShape& s : output_sizes_) key << " out" << s;
+  const variable_list variables = ctx.get_saved_variables();
+  key << " saves " << variables.size();
+  saved.insert(saved.end(), variables.begin(), variables.end());
+  for (const auto& [k, v] : sorted_data(ctx.saved_data)) {
+    key << " " << k << "=";
+    if (v->isTensor()) {
+      key << "tensor";
+      saved.push_back(v->toTensor());
+    } else if (v->isDouble()) {
+      key << std::hexfloat << v->toDouble() << std::defaultfloat;
+    } else if (v->isInt()) {
+      key << v->toInt();
+    } else if (v->isBool()) {
+      key << v->toBool();
+    } else if (v->isString()) {
+      key << v->toStringRef().size() << ":" << v->toStringRef();
+    } else if (v->isIntList()) {
+      key << IntArrayRef(v->toIntVector());
+    } else {
+      key << "none";
+    }
+  }
+  return true;
+}
+
+CustomNodeBase::TracedSaved::TracedSaved(AutogradContext& ctx, const std::vector<Tensor>& saved)
+    : ctx_(ctx) {
+  const size_t n = ctx.saved_.size();
+  variables_.assign(saved.begin(), saved.begin() + static_cast<std::ptrdiff_t>(n));
+  ctx.traced_saved_ = &variables_;
+  size_t next = n;
+  for (const auto& [k, v] : sorted_data(ctx.saved_data))
+    if (v->isTensor()) replaced_.emplace_back(k, IValue(saved.at(next++)));
+  for (auto& [k, v] : replaced_) std::swap(ctx.saved_data.at(k), v);
+}
+
+CustomNodeBase::TracedSaved::~TracedSaved() {
+  for (auto& [k, v] : replaced_) std::swap(ctx_.saved_data.at(k), v);
+  ctx_.traced_saved_ = nullptr;
 }
 
 }  // namespace kiln::autograd

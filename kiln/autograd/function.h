@@ -43,6 +43,8 @@ class AutogradContext {
   std::vector<bool> needs_input_grad_;
   std::unordered_set<const TensorImpl*> dirty_, non_differentiable_;
   bool materialize_grads_ = true;
+  // Set while compiled autograd traces the backward: stand-ins for the saved variables.
+  const variable_list* traced_saved_ = nullptr;
 };
 
 // The non-template half of a custom function's node.
@@ -56,8 +58,27 @@ class CustomNodeBase : public Node {
   void finish(const variable_list& inputs, variable_list& outputs,
               std::vector<bool> is_tensor_argument);
   void release_variables() override;
+  // Compiled autograd traces a custom function's backward with stand-ins for its saved
+  // variables and for the tensors in saved_data; the other saved_data values are part of the
+  // key (a new value is another graph).
+  bool describe_for_trace(std::vector<Tensor>& saved, std::ostream& key) override;
 
  protected:
+  // While alive, ctx's saved variables and saved_data tensors are the stand-ins in `saved` (in
+  // describe_for_trace's order).
+  class TracedSaved {
+   public:
+    TracedSaved(AutogradContext& ctx, const std::vector<Tensor>& saved);
+    ~TracedSaved();
+    TracedSaved(const TracedSaved&) = delete;
+    TracedSaved& operator=(const TracedSaved&) = delete;
+
+   private:
+    AutogradContext& ctx_;
+    variable_list variables_;
+    std::vector<std::pair<std::string, IValue>> replaced_;
+  };
+
   variable_list prepare_grads(variable_list&& grads) const;
   variable_list map_result(variable_list&& result) const;
   std::vector<SymShape> output_sizes_;
@@ -75,6 +96,11 @@ class CustomNode final : public CustomNodeBase {
     return map_result(T::backward(&ctx, prepare_grads(std::move(grads))));
   }
   std::string name() const override { return cpp_node_name(typeid(T)); }
+  std::vector<Tensor> apply_traced(std::vector<Tensor>&& grads,
+                                   const std::vector<Tensor>& saved) override {
+    const TracedSaved scope(ctx, saved);
+    return map_result(T::backward(&ctx, prepare_grads(std::move(grads))));
+  }
 };
 
 namespace detail {

@@ -23,7 +23,7 @@ Node::~Node() {
 
 bool Node::describe_for_trace(std::vector<Tensor>&, std::ostream&) { return false; }
 
-std::vector<Tensor> Node::apply_traced(std::vector<Tensor>&&, const std::vector<Tensor>&) const {
+std::vector<Tensor> Node::apply_traced(std::vector<Tensor>&&, const std::vector<Tensor>&) {
   KILN_CHECK(false, name(), " cannot be traced by compiled autograd");
   return {};
 }

@@ -46,7 +46,7 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual bool describe_for_trace(std::vector<Tensor>& saved, std::ostream& key);
   // apply, reading these stand-ins for the tensors describe_for_trace gave.
   virtual std::vector<Tensor> apply_traced(std::vector<Tensor>&& grads,
-                                           const std::vector<Tensor>& saved) const;
+                                           const std::vector<Tensor>& saved);
 
   const std::vector<Edge>& next_functions() const { return next_edges_; }
   std::vector<Edge>& mutable_next_edges() { return next_edges_; }

@@ -82,7 +82,7 @@ bool OpNode::describe_for_trace(std::vector<Tensor>& saved, std::ostream& key) {
 }
 
 std::vector<Tensor> OpNode::apply_traced(std::vector<Tensor>&& grads,
-                                         const std::vector<Tensor>& saved) const {
+                                         const std::vector<Tensor>& saved) {
   const auto split = saved.begin() + static_cast<std::ptrdiff_t>(saved_inputs_.size());
   return apply_to(std::move(grads), std::vector<Tensor>(saved.begin(), split),
                   std::vector<Tensor>(split, saved.end()));

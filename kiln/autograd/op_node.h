@@ -14,7 +14,7 @@ class OpNode final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   bool describe_for_trace(std::vector<Tensor>& saved, std::ostream& key) override;
   std::vector<Tensor> apply_traced(std::vector<Tensor>&& grads,
-                                   const std::vector<Tensor>& saved) const override;
+                                   const std::vector<Tensor>& saved) override;
   // libtorch's node name for the ATen overload this call corresponds to ("AddBackward0",
   // "SumBackward1"; kiln/autograd/node_name.h).
   std::string name() const override;

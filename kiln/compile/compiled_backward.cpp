@@ -28,7 +28,7 @@ bool CompiledBackward::describe_for_trace(std::vector<Tensor>& saved, std::ostre
 }
 
 std::vector<Tensor> CompiledBackward::apply_traced(std::vector<Tensor>&& grads,
-                                                   const std::vector<Tensor>& saved) const {
+                                                   const std::vector<Tensor>& saved) {
   return run(std::move(grads), saved, traced_);
 }
 

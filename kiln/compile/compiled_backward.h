@@ -32,7 +32,7 @@ class CompiledBackward final : public autograd::CustomNodeBase {
   std::string name() const override { return "CompiledFunctionBackward"; }
   bool describe_for_trace(std::vector<Tensor>& saved, std::ostream& key) override;
   std::vector<Tensor> apply_traced(std::vector<Tensor>&& grads,
-                                   const std::vector<Tensor>& saved) const override;
+                                   const std::vector<Tensor>& saved) override;
 
  private:
   // Runs `backward` on the saved values and the gradients, mapping its results to the inputs.

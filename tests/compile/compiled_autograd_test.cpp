@@ -201,21 +201,50 @@ TEST(CompiledAutograd, AnInPlaceChangeToASavedTensorIsStillAnError) {
   EXPECT_THROW(y.backward(), Error);
 }
 
+// A custom Function's backward is traced too, with stand-ins for what it saved (variables and
+// saved_data tensors); its other saved_data values are part of the key.
+struct ScaledSquare : autograd::Function<ScaledSquare> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x, double scale) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["twice"] = x * 2.0;
+    return x * x * scale;
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> grads) {
+    const Tensor twice = ctx->saved_data["twice"].toTensor();
+    return {twice * ctx->saved_data["scale"].toDouble() * grads[0], Tensor()};
+  }
+};
+
+TEST(CompiledAutograd, CustomFunctionsAreTraced) {
+  const Tensor w = tensor({3.0f, -1.0f}).requires_grad_();
+  CompiledAutograd guard;
+  for (double scale : {1.0, 1.0, 0.5}) {
+    w.mutable_grad() = Tensor();
+    ScaledSquare::apply(w, scale).sum().backward();
+    EXPECT_TRUE(allclose(w.grad(), tensor({6.0f, -2.0f}) * scale)) << scale;
+  }
+  EXPECT_EQ(guard.stats().compilations, 2);  // scale 0.5 is another graph
+  EXPECT_EQ(guard.stats().cache_hits, 1);
+  EXPECT_EQ(guard.stats().eager_passes, 0);
+}
+
 // What it cannot capture runs on the eager engine, counted, and is still right.
-TEST(CompiledAutograd, CreateGraphAndCustomFunctionsRunEagerly) {
-  struct Square : autograd::Function<Square> {
+TEST(CompiledAutograd, CreateGraphAndValueReadsRunEagerly) {
+  struct ReadsAValue : autograd::Function<ReadsAValue> {
     static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x) {
       ctx->save_for_backward({x});
       return x * x;
     }
     static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> grads) {
-      return {2 * ctx->get_saved_variables()[0] * grads[0]};
+      const Tensor x = ctx->get_saved_variables()[0];
+      return {x * 2.0 * grads[0] * x.sum().item<double>()};
     }
   };
   const Tensor w = tensor({3.0f}).requires_grad_();
   CompiledAutograd guard;
-  Square::apply(w).sum().backward();
-  EXPECT_TRUE(allclose(w.grad(), tensor({6.0f})));
+  ReadsAValue::apply(w).sum().backward();
+  EXPECT_TRUE(allclose(w.grad(), tensor({18.0f})));
   w.mutable_grad() = Tensor();
   (w * w * w).sum().backward({}, {}, /*create_graph=*/true);
   EXPECT_TRUE(allclose(w.grad(), tensor({27.0f})));
@@ -225,7 +254,7 @@ TEST(CompiledAutograd, CreateGraphAndCustomFunctionsRunEagerly) {
   w.mutable_grad() = Tensor();  // a gradient with a graph that saved w is a reference cycle
 
   CompiledAutograd strict(CompileOptions().fullgraph(true));
-  EXPECT_THROW(Square::apply(w).sum().backward(), Error);
+  EXPECT_THROW((w * w).sum().backward({}, {}, /*create_graph=*/true), Error);
 }
 
 TEST(CompiledAutograd, TheGuardOnlyActsWhileAlive) {
