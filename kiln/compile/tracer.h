@@ -25,6 +25,7 @@ class Tracer {
   // Runs f() with the tracing mode on top of the mode stack.
   template <class F>
   auto run(F&& f) {
+    const CapturingScope capturing;
     ModeGuard guard(mode_);
     return f();
   }

@@ -12,4 +12,18 @@ class GraphBreak : public Error {
   using Error::Error;
 };
 
+// Whether a capture is running on this thread. Code whose C++ state a graph would bake in as
+// constants (an optimizer's step count and learning rate) checks it and throws GraphBreak before
+// it changes that state.
+bool is_capturing();
+
+// Marks this thread as capturing while alive (the tracer holds one around the function).
+class CapturingScope {
+ public:
+  CapturingScope();
+  ~CapturingScope();
+  CapturingScope(const CapturingScope&) = delete;
+  CapturingScope& operator=(const CapturingScope&) = delete;
+};
+
 }  // namespace kiln::compiler

@@ -7,7 +7,7 @@
 namespace kiln::optim {
 
 Tensor NAdam::step(LossClosure closure) {
-  Tensor loss = evaluate(closure);
+  Tensor loss = begin_step("NAdam::step", closure);
   for (OptimizerParamGroup& group : param_groups_) {
     const auto& o = static_cast<const NAdamOptions&>(group.options());
     const auto [beta1, beta2] = o.betas();
@@ -41,7 +41,7 @@ Tensor NAdam::step(LossClosure closure) {
 }
 
 Tensor RAdam::step(LossClosure closure) {
-  Tensor loss = evaluate(closure);
+  Tensor loss = begin_step("RAdam::step", closure);
   for (OptimizerParamGroup& group : param_groups_) {
     const auto& o = static_cast<const RAdamOptions&>(group.options());
     const auto [beta1, beta2] = o.betas();

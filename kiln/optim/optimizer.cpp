@@ -4,6 +4,7 @@
 
 #include "kiln/autograd/grad_mode.h"
 #include "kiln/core/error.h"
+#include "kiln/core/graph_break.h"
 #include "kiln/ops/ops.h"
 
 namespace kiln::optim {
@@ -61,6 +62,16 @@ void Optimizer::zero_grad(bool set_to_none) {
       }
     }
   }
+}
+
+Tensor Optimizer::begin_step(const char* name, const LossClosure& closure) {
+  if (compiler::is_capturing())
+    throw compiler::GraphBreak(
+        std::string(name) +
+        " keeps its step count, learning rate and state buffers in C++, which a captured graph "
+        "would replay as the first call's constants; the function runs eagerly (compile the "
+        "forward, and call step() outside it)");
+  return evaluate(closure);
 }
 
 Tensor Optimizer::evaluate(const LossClosure& closure) {

@@ -7,7 +7,7 @@ namespace kiln::optim {
 
 // One _fused_sgd_ call per group and device: a device backend updates the whole list at once.
 Tensor SGD::step(LossClosure closure) {
-  Tensor loss = evaluate(closure);
+  Tensor loss = begin_step("SGD::step", closure);
   for (OptimizerParamGroup& group : param_groups_) {
     const auto& o = static_cast<const SGDOptions&>(group.options());
     KILN_CHECK(!o.nesterov() || (o.momentum() > 0 && o.dampening() == 0),

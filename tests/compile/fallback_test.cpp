@@ -54,6 +54,50 @@ TEST(CompileFallback, BackwardInsideTheFunctionRunsEagerly) {
   EXPECT_NE(err.find("backward() inside a function under kiln::compile"), std::string::npos) << err;
 }
 
+// An optimizer's step keeps C++ state a graph would bake in at capture (the step count, the
+// learning rate, buffers made on first use): under a capture it runs eagerly, before it touches
+// that state, so every call updates as eager's does.
+TEST(CompileFallback, AnOptimizerStepRunsEagerly) {
+  auto train = [](bool compiled) {
+    const Tensor w = tensor({1.0f, -2.0f}).requires_grad_();
+    optim::Adam opt({w}, optim::AdamOptions(0.1));
+    auto f = compile([&](const Tensor& scale) {
+      opt.step();
+      return scale;
+    });
+    for (int i = 0; i < 3; ++i) {
+      opt.zero_grad();
+      (w * w * w).sum().backward();
+      if (compiled)
+        f(tensor(1.0f));
+      else
+        opt.step();
+    }
+    EXPECT_EQ(opt.state().at(w.impl()).step, 3);
+    EXPECT_EQ(f.compilations(), 0);
+    return w.detach();
+  };
+  EXPECT_TRUE(allclose(train(true), train(false)));
+  const Tensor w = tensor({1.0f}).requires_grad_();
+  optim::SGD opt({w}, optim::SGDOptions(0.1).momentum(0.9));
+  (w * w).sum().backward();
+  auto step = compile(
+      [&](const Tensor& x) {
+        opt.step();
+        return x;
+      },
+      CompileOptions().fullgraph(true));
+  try {
+    step(tensor(1.0f));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SGD::step"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(opt.state().empty());  // the failed capture made no buffer
+  opt.step();
+  EXPECT_TRUE(allclose(w.detach(), tensor({0.8f})));
+}
+
 TEST(CompileFallback, DataDependentSizesNameTheOp) {
   const std::string err = fullgraph_error([](const Tensor& x) { return nonzero(x); }, randn({4}));
   EXPECT_NE(err.find("nonzero makes an output whose size depends on the input's values"),
