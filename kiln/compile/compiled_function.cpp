@@ -4,6 +4,8 @@
 #include <atomic>
 #include <ostream>
 #include <sstream>
+#include <string>
+#include <unordered_map>
 
 #include "kiln/compile/codegen/program.h"
 #include "kiln/compile/compiled_backward.h"
@@ -13,6 +15,7 @@
 #include "kiln/compile/replay.h"
 #include "kiln/compile/tracer.h"
 #include "kiln/core/dispatch.h"
+#include "kiln/ops/registry.h"
 
 namespace kiln::compiler {
 namespace {
@@ -49,6 +52,25 @@ bool wants_gradients(const Tracer& tracer) {
                      [&](int id) { return tracer.tensor(id).requires_grad(); }) ||
          std::any_of(g.captured_tensors.begin(), g.captured_tensors.end(),
                      [](const Tensor& t) { return t.requires_grad(); });
+}
+
+// The first argument tensor that shares memory with another argument or a captured tensor,
+// described; empty when none does. A graph's inputs are distinct values, so one that changes an
+// argument in place (functionalized: computed out of place, copied back at the end) would let
+// another argument on the same memory read the old value where eager reads the new one.
+std::string shared_memory(const std::vector<Tensor>& args, const std::vector<Tensor>& captured) {
+  std::unordered_map<const StorageImpl*, std::string> owner;
+  auto claim = [&](const Tensor& t, std::string name) -> std::string {
+    if (!t.defined() || !t.impl()->storage()) return "";
+    auto [it, fresh] = owner.emplace(t.impl()->storage().get(), name);
+    return fresh ? "" : name + " shares memory with " + it->second;
+  };
+  for (size_t i = 0; i < captured.size(); ++i)
+    claim(captured[i], "captured tensor " + std::to_string(i));
+  for (size_t i = 0; i < args.size(); ++i)
+    if (std::string why = claim(args[i], "tensor argument " + std::to_string(i)); !why.empty())
+      return why;
+  return "";
 }
 
 std::vector<std::vector<int64_t>> sizes_of(const std::vector<Arg>& args) {
@@ -230,7 +252,7 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
     if (captured_for(*e, captured, &why) && e->guards.check(args, captured, symbols, &why)) {
       std::shared_ptr<Entry> hit = e;
       lock.unlock();
-      return run(hit, args, captured, symbols);
+      return run_or_fall_back(hit, args, captured, symbols);
     }
   }
   if (!entries_.empty()) {
@@ -260,6 +282,8 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
     return fall_back(c.fallback, args);
   }
   ++compilations_;
+  c.entry->changes_inputs = std::any_of(c.entry->graph.nodes.begin(), c.entry->graph.nodes.end(),
+                                        [](const Node& n) { return n.op->is_inplace; });
   if (captured_source_)
     c.entry->captured_places = captured_source_->locate(c.entry->graph.captured_tensors);
   log(LogKind::Graph, "captured " + name_ + ":\n" + c.entry->graph.str());
@@ -269,7 +293,23 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
   KILN_CHECK(c.entry->guards.check(args, c.entry->graph.captured_tensors, symbols, &why),
              "compile: internal error: ", name_, " fails its own guard ", why);
   lock.unlock();
-  return run(c.entry, args, c.entry->graph.captured_tensors, symbols);
+  return run_or_fall_back(c.entry, args, c.entry->graph.captured_tensors, symbols);
+}
+
+std::vector<Tensor> CompiledFunction::run_or_fall_back(const std::shared_ptr<const Entry>& e,
+                                                       const std::vector<Arg>& args,
+                                                       const std::vector<Tensor>& captured,
+                                                       const std::vector<int64_t>& symbols) const {
+  if (e->changes_inputs)
+    if (const std::string why = shared_memory(flat_tensors(args), captured); !why.empty()) {
+      const std::string reason =
+          why +
+          ", and the graph changes its inputs in place as if none did; this call runs eagerly";
+      KILN_CHECK(!options_.fullgraph(), "compile: ", name_, " (fullgraph=true): ", reason);
+      log(LogKind::Recompiles, name_ + ": " + reason);
+      return fn_(args);
+    }
+  return run(e, args, captured, symbols);
 }
 
 Explanation CompiledFunction::explain(const std::vector<Arg>& args) {

@@ -71,6 +71,9 @@ class CompiledFunction {
     std::unique_ptr<TrainingGraphs> training;
     std::unique_ptr<CodegenProgram> backward_program;
     std::shared_ptr<const void> captured_places;  // from captured_source_, when there is one
+    // The graph changes an argument or a captured tensor in place (then it must not run on
+    // arguments that share memory: see call()).
+    bool changes_inputs = false;
     uint64_t id;  // unique in the process: compiled autograd's cache keys name graphs by it
     Entry();
     ~Entry();
@@ -91,6 +94,12 @@ class CompiledFunction {
                                    std::vector<Tensor> inputs, const std::vector<Tensor>& captured,
                                    const std::vector<int64_t>& symbols) const;
   std::vector<Tensor> fall_back(const std::string& reason, const std::vector<Arg>& args);
+  // Runs the graph, or the function eagerly when the graph changes its inputs in place and this
+  // call's arguments share memory.
+  std::vector<Tensor> run_or_fall_back(const std::shared_ptr<const Entry>& e,
+                                       const std::vector<Arg>& args,
+                                       const std::vector<Tensor>& captured,
+                                       const std::vector<int64_t>& symbols) const;
   bool autotune() const { return options_.mode() == "max-autotune"; }
 
   FlatFn fn_;

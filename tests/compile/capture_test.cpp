@@ -179,6 +179,40 @@ TEST(Compile, MutationsOfCapturedTensorsOrChangingTheDtypeStayInPlace) {
   expect_same(counter, full({3}, 2.0));
 }
 
+// A graph's inputs are distinct values; arguments that share memory (the same tensor twice, a
+// view of another argument, a captured tensor) see each other's in-place changes as in eager:
+// such a call runs eagerly when the graph changes its inputs, and replays it when it does not.
+TEST(Compile, ArgumentsThatShareMemorySeeEachOthersChanges) {
+  auto bump_then_read = [](const Tensor& a, const Tensor& b) {
+    a.add_(1.0);
+    return b * 2.0;
+  };
+  auto f = compile(bump_then_read);
+  Tensor x = zeros({3}), y = zeros({3});
+  expect_same(f(x, y), zeros({3}));
+  expect_same(x, ones({3}));
+  Tensor z = zeros({3});
+  expect_same(f(z, z), full({3}, 2.0));
+  Tensor rows = zeros({2, 3});
+  expect_same(f(rows.select(0, 1), rows.select(0, 1)), full({3}, 2.0));  // two views of a row
+  expect_same(rows, tensor({0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 1.0f}).view({2, 3}));
+  EXPECT_EQ(f.compilations(), 1);  // the graph is kept for the calls that do not share memory
+  expect_same(f(y, x), full({3}, 2.0));
+  EXPECT_THROW(compile(bump_then_read, CompileOptions().fullgraph(true))(z, z), Error);
+
+  Tensor counter = zeros({3});
+  auto bump_captured = compile([&counter](const Tensor& x) {
+    counter.add_(1.0);
+    return x + 1.0;
+  });
+  expect_same(bump_captured(counter), full({3}, 2.0));  // reads the changed counter
+
+  auto pure = compile([](const Tensor& a, const Tensor& b) { return a * b + a; });
+  const Tensor v = tensor({1.0f, 2.0f});
+  expect_same(pure(v, v), tensor({2.0f, 6.0f}));
+  EXPECT_EQ(pure.compilations(), 1);
+}
+
 TEST(Compile, LambdasTuplesAndVectors) {
   auto f = compile([](const Tensor& x, std::vector<Tensor> ys, int64_t k, double s) {
     Tensor total = x * s;
