@@ -1,6 +1,7 @@
 #include "kiln/autograd/node.h"
 
 #include <atomic>
+#include <mutex>
 
 #include "kiln/autograd/deferred_release.h"
 #include "kiln/core/autograd_meta.h"
@@ -77,6 +78,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   if (!g.defined()) return {};
   AutogradMeta& m = leaf_.impl()->ensure_autograd_meta();
   if (!GradMode::is_enabled()) g = g.detach();
+  const std::lock_guard<std::mutex> lock(mutex_);
   // Out of place: the incoming gradient may be shared with a caller or another leaf.
   m.grad = m.grad.defined() ? add(m.grad, g) : g;
   // By index: a hook may register another one.
@@ -93,6 +95,10 @@ Edge gradient_edge(const Tensor& t) {
   if (!m) return {};
   if (m->grad_fn) return Edge{m->grad_fn, m->output_nr};
   if (!m->requires_grad) return {};
+  // Threads recording ops on the same leaf must get the same accumulator: a second one would
+  // make a graph whose leaf autograd::grad cannot find.
+  static std::mutex accumulator_mutex;
+  const std::lock_guard<std::mutex> lock(accumulator_mutex);
   std::shared_ptr<Node> acc = m->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t);

@@ -3,6 +3,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +95,9 @@ class AccumulateGrad final : public Node {
 
  private:
   Tensor leaf_;
+  // Backward passes on several threads may share a leaf: one accumulates (and runs the leaf's
+  // post-accumulate hooks) at a time, as in PyTorch. Hooks must be thread-safe themselves.
+  std::mutex mutex_;
 };
 
 // The gradient edge for a tensor: its grad_fn, or its leaf accumulator when it requires grad.
