@@ -134,6 +134,8 @@ CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args
     return {nullptr, e.what()};
   } catch (const DataDependentError& e) {
     return {nullptr, e.what()};
+  } catch (const Error& e) {
+    return {nullptr, "", e.what()};
   }
   if (training && options_.backend() == "codegen" && wants_gradients(tracer)) {
     std::string why;
@@ -276,6 +278,14 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
     first_sizes_ = sizes_of(args);
   }
   Capture c = capture(args);
+  if (!c.error.empty()) {
+    // Its eager run raises the error with the arguments' real sizes, where the capture's may
+    // name symbols ("3 != s0").
+    lock.unlock();
+    log(LogKind::Recompiles,
+        name_ + " fails on these arguments; this call runs eagerly: " + c.error);
+    return fn_(args);
+  }
   if (!c.entry) {
     eager_reason_ = c.fallback;
     lock.unlock();
@@ -318,7 +328,8 @@ Explanation CompiledFunction::explain(const std::vector<Arg>& args) {
   std::lock_guard<std::mutex> lock(mu_);
   Capture c = capture(args);
   if (!c.entry) {
-    x.fallback_reasons.push_back(c.fallback);
+    x.fallback_reasons.push_back(
+        c.error.empty() ? c.fallback : "the function fails on these arguments: " + c.error);
     return x;
   }
   x.graph_count = 1;

@@ -81,6 +81,7 @@ class CompiledFunction {
   struct Capture {
     std::shared_ptr<Entry> entry;
     std::string fallback;  // why the function cannot be captured, when it cannot
+    std::string error;     // what the function raised on the traced arguments (a shape error)
   };
   Capture capture(const std::vector<Arg>& args, bool training = true);
   // The forward and backward of a training graph (joint.h), compiled.

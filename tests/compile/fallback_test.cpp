@@ -98,6 +98,26 @@ TEST(CompileFallback, AnOptimizerStepRunsEagerly) {
   EXPECT_TRUE(allclose(w.detach(), tensor({0.8f})));
 }
 
+// A call the function fails on reports the error eager would, with the arguments' sizes (a
+// recapture with symbolic sizes would name symbols), and the graphs stay usable.
+TEST(CompileFallback, AFailingCallRaisesTheEagerError) {
+  auto f = compile([](const Tensor& a, const Tensor& b) { return matmul(a, b).relu(); });
+  auto error_of = [&](const Tensor& a, const Tensor& b) {
+    try {
+      f(a, b);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of(ones({2, 3}), ones({4, 5})).find("[2, 3] by [4, 5]"), std::string::npos);
+  EXPECT_TRUE(allclose(f(ones({2, 3}), ones({3, 5})), full({2, 5}, 3.0)));
+  const std::string err = error_of(ones({2, 3}), ones({4, 5}));  // after a size changed
+  EXPECT_NE(err.find("[2, 3] by [4, 5]: 3 != 4"), std::string::npos) << err;
+  EXPECT_TRUE(allclose(f(ones({2, 3}), ones({3, 5})), full({2, 5}, 3.0)));
+  EXPECT_EQ(f.compilations(), 1);
+}
+
 TEST(CompileFallback, DataDependentSizesNameTheOp) {
   const std::string err = fullgraph_error([](const Tensor& x) { return nonzero(x); }, randn({4}));
   EXPECT_NE(err.find("nonzero makes an output whose size depends on the input's values"),
