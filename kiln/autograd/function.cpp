@@ -17,7 +17,8 @@ variable_list AutogradContext::get_saved_variables() const {
   if (traced_saved_) return *traced_saved_;
   auto node = node_.lock();
   variable_list out;
-  for (const auto& s : saved_) out.push_back(s.unpack(node, "a custom autograd Function"));
+  const std::string who = node ? node->name() : "a custom autograd Function";
+  for (const auto& s : saved_) out.push_back(s.unpack(node, who.c_str()));
   return out;
 }
 

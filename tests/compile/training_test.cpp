@@ -160,5 +160,23 @@ TEST(TrainingGraphs, CreateGraphThroughACompiledBackwardIsAClearError) {
   }
 }
 
+// A tensor the compiled backward reads, changed in place after the forward, is the error eager
+// gives, naming the compiled node.
+TEST(TrainingGraphs, AnInPlaceChangeBeforeTheBackwardIsAnError) {
+  const Tensor w = randn({4}).requires_grad_();
+  auto f = compile([&](const Tensor& x) { return (x * w).sin().sum(); });
+  const Tensor x = randn({4});
+  const Tensor y = f(x);
+  x.add_(1.0);
+  try {
+    y.backward();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("modified by an inplace operation"), std::string::npos) << m;
+    EXPECT_NE(m.find("input to CompiledFunctionBackward"), std::string::npos) << m;
+  }
+}
+
 }  // namespace
 }  // namespace kiln
