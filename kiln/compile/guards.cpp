@@ -205,6 +205,7 @@ void finish_guards(Guards& guards, const Graph& graph, const ShapeEnv& env) {
     guards.captured.push_back(
         static_guard(graph.captured_tensors[i], "captured[" + std::to_string(i) + "]"));
   guards.grad_mode = GradMode::is_enabled();
+  guards.default_dtype = get_default_dtype();
   guards.env = &env;
 }
 
@@ -241,6 +242,9 @@ bool Guards::check(const std::vector<Arg>& call, const std::vector<Tensor>& capt
   if (GradMode::is_enabled() != grad_mode)
     return fail(std::string("grad mode: expected ") + (grad_mode ? "enabled" : "disabled") +
                 ", got " + (grad_mode ? "disabled" : "enabled"));
+  if (get_default_dtype() != default_dtype)
+    return fail(detail::str_cat("default dtype: expected ", dtype_name(default_dtype), ", got ",
+                                dtype_name(get_default_dtype())));
   return env->check(symbols, why);
 }
 
@@ -270,6 +274,7 @@ std::string Guards::str() const {
   for (const TensorGuard& g : tensors) tensor_line(g);
   for (const TensorGuard& g : captured) tensor_line(g);
   os << "grad mode " << (grad_mode ? "enabled" : "disabled") << "\n";
+  os << "default dtype " << dtype_name(default_dtype) << "\n";
   for (int s = 0; s < env->num_symbols(); ++s) {
     const SymbolRange& r = env->range(s);
     os << env->name(s) << " in [" << r.min << ", "

@@ -45,6 +45,7 @@ class Guards {
   std::vector<TensorGuard> tensors;  // the arguments' tensors, flattened
   std::vector<TensorGuard> captured;
   bool grad_mode = true;
+  ScalarType default_dtype = kFloat32;  // factories and numbers took it at capture
   const ShapeEnv* env = nullptr;
 
   // Whether a call with these arguments may reuse the graph; on success `symbols` holds the

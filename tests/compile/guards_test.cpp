@@ -141,6 +141,21 @@ TEST_F(CompileGuards, GradModeIsGuarded) {
   EXPECT_EQ(f.compilations(), 2);
 }
 
+// Factories and numbers take the default dtype at capture: changing it recompiles (PyTorch's
+// global-state guard), rather than replaying the old dtype.
+TEST_F(CompileGuards, TheDefaultDtypeIsGuarded) {
+  auto fn = [](const Tensor& x) { return x * 1.5 + ones({3}); };
+  auto f = compile(fn);
+  const Tensor i = arange(3, TensorOptions(kInt64));
+  EXPECT_EQ(f(i).dtype(), kFloat32);
+  set_default_dtype(kFloat64);
+  const Tensor got = f(i);
+  set_default_dtype(kFloat32);
+  EXPECT_EQ(got.dtype(), kFloat64);
+  EXPECT_EQ(f.compilations(), 2);
+  EXPECT_NE(compiler::explain(fn, i).guards.find("default dtype float32"), std::string::npos);
+}
+
 TEST_F(CompileGuards, ResetForgetsEveryGraph) {
   auto f = compile(double_it);
   f(randn({3}));
