@@ -4,18 +4,61 @@
 #include <utility>
 
 #include "kiln/autograd/engine.h"
+#include "kiln/compile/logs.h"
 #include "kiln/core/error.h"
 
 namespace kiln::compiler {
 
+void CompiledBackward::set_eager_call(EagerCall call, std::vector<Tensor> inputs) {
+  eager_call_ = std::move(call);
+  inputs_ = std::move(inputs);
+  input_versions_.clear();
+  for (const Tensor& t : inputs_) input_versions_.push_back(t._version());
+}
+
+void CompiledBackward::release_variables() {
+  CustomNodeBase::release_variables();
+  eager_call_ = nullptr;
+  inputs_.clear();
+}
+
 std::vector<Tensor> CompiledBackward::apply(std::vector<Tensor>&& grads) {
-  KILN_CHECK(!GradMode::is_enabled(), function_,
-             ": backward with create_graph=true through a compiled function is not supported: "
-             "its backward is compiled code, which records no graph of its own. Compile with "
-             ".backend(\"eager\") to take higher-order gradients through it");
+  if (GradMode::is_enabled()) return apply_eagerly(std::move(grads));
   std::vector<Tensor> saved = ctx.get_saved_variables();
   if (!autograd::current_pass_keeps_graph()) release_variables();
   return run(std::move(grads), std::move(saved), backward_);
+}
+
+std::vector<Tensor> CompiledBackward::apply_eagerly(std::vector<Tensor>&& grads) {
+  KILN_CHECK(eager_call_, function_,
+             ": Trying to backward through the graph a second time (or after the compiled "
+             "function's saved values were freed); specify retain_graph=true the first time");
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    KILN_CHECK(inputs_[i]._version() == input_versions_[i], function_,
+               ": backward with create_graph=true runs the call again from its inputs, but input ",
+               i, " (", inputs_[i].sizes(), ") was modified by an inplace operation after the call",
+               " (version ", inputs_[i]._version(), ", expected ", input_versions_[i], ")");
+  log(LogKind::Perf, function_ +
+                         ": backward with create_graph=true runs the call again eagerly, whose "
+                         "autograd graph records the gradients' own");
+  const std::vector<Tensor> results = eager_call_();
+  const autograd::variable_list g = prepare_grads(std::move(grads));
+  std::vector<Tensor> outputs, output_grads, wrt;
+  for (int k : differentiable_results_)
+    if (g.at(k).defined() && results.at(k).requires_grad()) {
+      outputs.push_back(results[k]);
+      output_grads.push_back(g[k]);
+    }
+  for (int t : targets_) wrt.push_back(inputs_.at(t));
+  autograd::variable_list result(next_edges_.size());
+  if (!outputs.empty()) {
+    const std::vector<Tensor> computed =
+        autograd::grad(outputs, wrt, output_grads, /*retain_graph=*/true, /*create_graph=*/true,
+                       /*allow_unused=*/true);
+    for (size_t j = 0; j < targets_.size(); ++j) result.at(targets_[j]) = computed[j];
+  }
+  if (!autograd::current_pass_keeps_graph()) release_variables();
+  return map_result(std::move(result));
 }
 
 bool CompiledBackward::describe_for_trace(std::vector<Tensor>& saved, std::ostream& key) {

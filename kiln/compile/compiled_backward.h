@@ -28,7 +28,13 @@ class CompiledBackward final : public autograd::CustomNodeBase {
         differentiable_results_(std::move(differentiable_results)),
         targets_(std::move(targets)) {}
 
+  // For create_graph=true: the call again on the eager kernels, and the node's inputs (the
+  // arguments, then the captured tensors), held until the graph is freed.
+  using EagerCall = std::function<std::vector<Tensor>()>;
+  void set_eager_call(EagerCall call, std::vector<Tensor> inputs);
+
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  void release_variables() override;
   std::string name() const override { return "CompiledFunctionBackward"; }
   bool describe_for_trace(std::vector<Tensor>& saved, std::ostream& key) override;
   std::vector<Tensor> apply_traced(std::vector<Tensor>&& grads,
@@ -38,11 +44,17 @@ class CompiledBackward final : public autograd::CustomNodeBase {
   // Runs `backward` on the saved values and the gradients, mapping its results to the inputs.
   std::vector<Tensor> run(std::vector<Tensor> grads, std::vector<Tensor> saved,
                           const BackwardFn& backward) const;
+  // create_graph=true: the compiled backward records no graph, so the call runs again eagerly
+  // and the gradients come from its autograd graph, recording their own.
+  std::vector<Tensor> apply_eagerly(std::vector<Tensor>&& grads);
 
   std::string function_;
   BackwardFn backward_, traced_;
   std::string graph_key_;
   std::vector<int> differentiable_results_, targets_;
+  EagerCall eager_call_;
+  std::vector<Tensor> inputs_;
+  std::vector<int64_t> input_versions_;
 };
 
 }  // namespace kiln::compiler

@@ -188,12 +188,13 @@ std::vector<Tensor> CompiledFunction::run(const std::shared_ptr<const Entry>& e,
                                           const std::vector<int64_t>& symbols) const {
   std::vector<Tensor> inputs = flat_tensors(args);
   std::erase_if(inputs, [](const Tensor& t) { return !t.defined(); });
-  if (e->training) return run_training(e, std::move(inputs), captured, symbols);
+  if (e->training) return run_training(e, args, std::move(inputs), captured, symbols);
   if (e->program) return e->program->run(inputs, captured, symbols);
   return replay(e->graph, inputs, captured, symbols);
 }
 
 std::vector<Tensor> CompiledFunction::run_training(const std::shared_ptr<const Entry>& e,
+                                                   const std::vector<Arg>& args,
                                                    std::vector<Tensor> inputs,
                                                    const std::vector<Tensor>& captured,
                                                    const std::vector<int64_t>& symbols) const {
@@ -228,6 +229,8 @@ std::vector<Tensor> CompiledFunction::run_training(const std::shared_ptr<const E
   // The node's inputs: the arguments, then the captured tensors (grad_targets index them).
   inputs.insert(inputs.end(), captured.begin(), captured.end());
   node->finish(inputs, outs, std::vector<bool>(inputs.size(), true));
+  FlatFn eager = captured_source_ ? captured_source_->bind(fn_) : fn_;
+  node->set_eager_call([eager = std::move(eager), args] { return eager(args); }, std::move(inputs));
   return outs;
 }
 

@@ -47,6 +47,9 @@ class CapturedSource {
   virtual std::shared_ptr<const void> locate(const std::vector<Tensor>& captured) = 0;
   // This call's tensors in those places; false, with the reason in *why, where it has none.
   virtual bool find(const void* places, std::vector<Tensor>& out, std::string* why) = 0;
+  // The function as this call runs it eagerly, callable after the call returns (a backward with
+  // create_graph=true runs the call again).
+  virtual FlatFn bind(const FlatFn& fn) const { return fn; }
 };
 
 class CompiledFunction {
@@ -92,7 +95,8 @@ class CompiledFunction {
                           const std::vector<Tensor>& captured,
                           const std::vector<int64_t>& symbols) const;
   std::vector<Tensor> run_training(const std::shared_ptr<const Entry>& e,
-                                   std::vector<Tensor> inputs, const std::vector<Tensor>& captured,
+                                   const std::vector<Arg>& args, std::vector<Tensor> inputs,
+                                   const std::vector<Tensor>& captured,
                                    const std::vector<int64_t>& symbols) const;
   std::vector<Tensor> fall_back(const std::string& reason, const std::vector<Arg>& args);
   // Runs the graph, or the function eagerly when the graph changes its inputs in place and this

@@ -38,6 +38,7 @@ struct Place {
 
 class ModuleTensors final : public CapturedSource {
  public:
+  FlatFn bind(const FlatFn&) const override { return t_current->forward; }
   std::shared_ptr<const void> locate(const std::vector<Tensor>& captured) override {
     const auto named = t_current->named_tensors();
     auto places = std::make_shared<std::vector<Place>>();
