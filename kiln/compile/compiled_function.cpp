@@ -123,9 +123,31 @@ bool CompiledFunction::captured_for(const Entry& e, std::vector<Tensor>& capture
 }
 
 CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args, bool training) {
+  std::vector<std::weak_ptr<TensorImpl>> traced;
+  Capture c = capture_graph(args, training, traced);
+  // The tracer and everything the capture made are gone: a traced tensor still alive is held by
+  // a variable the function assigned, which a graph cannot replay and which now holds no data.
+  KILN_CHECK(std::all_of(traced.begin(), traced.end(), [](const auto& t) { return t.expired(); }),
+             "compile: ", name_,
+             " kept a tensor it computed past the call (it assigned one to a variable that "
+             "outlives the function: a module member, a tensor captured by reference, a "
+             "container). A graph cannot replay that assignment, and the variable now holds a "
+             "traced tensor without data; return the tensor from the function instead, or update "
+             "the variable in place (copy_)");
+  return c;
+}
+
+CompiledFunction::Capture CompiledFunction::capture_graph(
+    const std::vector<Arg>& args, bool training, std::vector<std::weak_ptr<TensorImpl>>& traced) {
   auto entry = std::make_shared<Entry>();
   entry->env = std::make_unique<ShapeEnv>();
   Tracer tracer(*entry->env);
+  // Filled as the capture ends, whichever way, while the tracer still holds what it traced.
+  struct Remember {
+    const Tracer& tracer;
+    std::vector<std::weak_ptr<TensorImpl>>& out;
+    ~Remember() { out = tracer.traced_tensors(); }
+  } remember{tracer, traced};
   std::vector<Tensor> outs;
   try {
     std::vector<Arg> traced = make_traced_args(args, policy_, *entry->env, tracer, entry->guards);

@@ -60,6 +60,13 @@ Tensor Tracer::add_input(SymShape sizes, SymShape strides, ScalarType dtype, Dev
   return t;
 }
 
+std::vector<std::weak_ptr<TensorImpl>> Tracer::traced_tensors() const {
+  std::vector<std::weak_ptr<TensorImpl>> out;
+  for (const Tensor& t : seen_)
+    if (t.impl()->is_traced()) out.push_back(t.impl_ptr());
+  return out;
+}
+
 std::vector<Tensor> Tracer::record(const OpDef& op, const std::vector<Tensor>& inputs,
                                    const Attrs& attrs) {
   Node node;

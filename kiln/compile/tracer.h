@@ -35,6 +35,9 @@ class Tracer {
   // The graph so far, and the traced tensor of each of its values: what the backward trace of a
   // training graph walks (joint.cpp).
   const Graph& graph() const { return graph_; }
+  // Every traced tensor the capture made, weakly: one still alive after the capture is over was
+  // kept by the function past the call.
+  std::vector<std::weak_ptr<TensorImpl>> traced_tensors() const;
   Tensor tensor(int id) const;
   int id_of(const Tensor& t) { return value_of(t); }
 

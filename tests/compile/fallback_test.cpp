@@ -118,6 +118,32 @@ TEST(CompileFallback, AFailingCallRaisesTheEagerError) {
   EXPECT_EQ(f.compilations(), 1);
 }
 
+// A function that assigns a tensor it computed to a variable outliving the call (a cache kept
+// in a member) cannot be replayed: a graph does not assign, so later calls would read a stale
+// value. The capture notices the kept traced tensor and says so.
+TEST(CompileFallback, KeepingAComputedTensorPastTheCallIsAClearError) {
+  Tensor cache = zeros({1, 4});
+  auto f = compile([&](const Tensor& k) {
+    cache = cat({cache, k});
+    return cache.sum();
+  });
+  try {
+    f(ones({1, 4}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kept a tensor it computed past the call"),
+              std::string::npos)
+        << e.what();
+  }
+  std::vector<Tensor> kept;
+  auto g = compile([&](const Tensor& x) {
+    const Tensor y = x * 2.0;
+    kept.push_back(y);
+    return y.relu();
+  });
+  EXPECT_THROW(g(ones({2})), Error);
+}
+
 TEST(CompileFallback, DataDependentSizesNameTheOp) {
   const std::string err = fullgraph_error([](const Tensor& x) { return nonzero(x); }, randn({4}));
   EXPECT_NE(err.find("nonzero makes an output whose size depends on the input's values"),
