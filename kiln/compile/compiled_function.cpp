@@ -138,7 +138,8 @@ CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args
 }
 
 CompiledFunction::Capture CompiledFunction::capture_graph(
-    const std::vector<Arg>& args, bool training, std::vector<std::weak_ptr<TensorImpl>>& traced) {
+    const std::vector<Arg>& args, bool training,
+    std::vector<std::weak_ptr<TensorImpl>>& traced_tensors) {
   auto entry = std::make_shared<Entry>();
   entry->env = std::make_unique<ShapeEnv>();
   Tracer tracer(*entry->env);
@@ -147,7 +148,7 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
     const Tracer& tracer;
     std::vector<std::weak_ptr<TensorImpl>>& out;
     ~Remember() { out = tracer.traced_tensors(); }
-  } remember{tracer, traced};
+  } remember{tracer, traced_tensors};
   std::vector<Tensor> outs;
   try {
     std::vector<Arg> traced = make_traced_args(args, policy_, *entry->env, tracer, entry->guards);

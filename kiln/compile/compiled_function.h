@@ -88,9 +88,9 @@ class CompiledFunction {
   };
   // Captures a graph, then checks that the function kept no traced tensor (an error if it did).
   Capture capture(const std::vector<Arg>& args, bool training = true);
-  // The capture itself; `traced` receives weak references to every tensor it traced.
+  // The capture itself; traced_tensors receives weak references to every tensor it traced.
   Capture capture_graph(const std::vector<Arg>& args, bool training,
-                        std::vector<std::weak_ptr<TensorImpl>>& traced);
+                        std::vector<std::weak_ptr<TensorImpl>>& traced_tensors);
   // The forward and backward of a training graph (joint.h), compiled.
   void compile_training(Entry& entry, Tracer& tracer, const std::vector<Tensor>& results);
   // This call's tensors in the places of e's captured tensors (false: it has none there).
