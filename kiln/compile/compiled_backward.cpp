@@ -9,17 +9,16 @@
 
 namespace kiln::compiler {
 
-void CompiledBackward::set_eager_call(EagerCall call, std::vector<Tensor> inputs) {
+void CompiledBackward::set_eager_call(EagerCall call, const std::vector<Tensor>& inputs) {
   eager_call_ = std::move(call);
-  inputs_ = std::move(inputs);
-  input_versions_.clear();
-  for (const Tensor& t : inputs_) input_versions_.push_back(t._version());
+  inputs_.clear();
+  for (const Tensor& t : inputs) inputs_.emplace_back(t, /*is_output=*/false);
 }
 
 void CompiledBackward::release_variables() {
   CustomNodeBase::release_variables();
   eager_call_ = nullptr;
-  inputs_.clear();
+  for (autograd::SavedTensor& s : inputs_) s.reset();
 }
 
 std::vector<Tensor> CompiledBackward::apply(std::vector<Tensor>&& grads) {
@@ -30,14 +29,11 @@ std::vector<Tensor> CompiledBackward::apply(std::vector<Tensor>&& grads) {
 }
 
 std::vector<Tensor> CompiledBackward::apply_eagerly(std::vector<Tensor>&& grads) {
-  KILN_CHECK(eager_call_, function_,
-             ": Trying to backward through the graph a second time (or after the compiled "
-             "function's saved values were freed); specify retain_graph=true the first time");
-  for (size_t i = 0; i < inputs_.size(); ++i)
-    KILN_CHECK(inputs_[i]._version() == input_versions_[i], function_,
-               ": backward with create_graph=true runs the call again from its inputs, but input ",
-               i, " (", inputs_[i].sizes(), ") was modified by an inplace operation after the call",
-               " (version ", inputs_[i]._version(), ", expected ", input_versions_[i], ")");
+  // Unpacking checks, as for any saved tensor, that the graph was not freed and that no input
+  // was changed in place since the call, which the rerun would read.
+  std::vector<Tensor> inputs;
+  for (const autograd::SavedTensor& s : inputs_)
+    inputs.push_back(s.unpack(nullptr, "CompiledFunctionBackward"));
   log(LogKind::Perf, function_ +
                          ": backward with create_graph=true runs the call again eagerly, whose "
                          "autograd graph records the gradients' own");
@@ -49,7 +45,7 @@ std::vector<Tensor> CompiledBackward::apply_eagerly(std::vector<Tensor>&& grads)
       outputs.push_back(results[k]);
       output_grads.push_back(g[k]);
     }
-  for (int t : targets_) wrt.push_back(inputs_.at(t));
+  for (int t : targets_) wrt.push_back(inputs.at(t));
   autograd::variable_list result(next_edges_.size());
   if (!outputs.empty()) {
     const std::vector<Tensor> computed =

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/autograd/function.h"
+#include "kiln/autograd/saved_tensor.h"
 
 namespace kiln::compiler {
 
@@ -31,7 +32,7 @@ class CompiledBackward final : public autograd::CustomNodeBase {
   // For create_graph=true: the call again on the eager kernels, and the node's inputs (the
   // arguments, then the captured tensors), held until the graph is freed.
   using EagerCall = std::function<std::vector<Tensor>()>;
-  void set_eager_call(EagerCall call, std::vector<Tensor> inputs);
+  void set_eager_call(EagerCall call, const std::vector<Tensor>& inputs);
 
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   void release_variables() override;
@@ -53,8 +54,7 @@ class CompiledBackward final : public autograd::CustomNodeBase {
   std::string graph_key_;
   std::vector<int> differentiable_results_, targets_;
   EagerCall eager_call_;
-  std::vector<Tensor> inputs_;
-  std::vector<int64_t> input_versions_;
+  std::vector<autograd::SavedTensor> inputs_;
 };
 
 }  // namespace kiln::compiler

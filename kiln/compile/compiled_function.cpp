@@ -253,7 +253,7 @@ std::vector<Tensor> CompiledFunction::run_training(const std::shared_ptr<const E
   inputs.insert(inputs.end(), captured.begin(), captured.end());
   node->finish(inputs, outs, std::vector<bool>(inputs.size(), true));
   FlatFn eager = captured_source_ ? captured_source_->bind(fn_) : fn_;
-  node->set_eager_call([eager = std::move(eager), args] { return eager(args); }, std::move(inputs));
+  node->set_eager_call([eager = std::move(eager), args] { return eager(args); }, inputs);
   return outs;
 }
 
