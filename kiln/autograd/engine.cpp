@@ -1,5 +1,6 @@
 #include "kiln/autograd/engine.h"
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <queue>
@@ -88,18 +89,22 @@ variable_list run(const variable_list& roots, const variable_list& grad_roots, b
                   bool create_graph, const variable_list* inputs, bool allow_unused) {
   KILN_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), "backward: got ",
              grad_roots.size(), " gradients for ", roots.size(), " tensors");
+  // Autograd does not record inside a capture, so traced roots have no graph to run here: the
+  // capture traces their backward formulas as ops.
+  if (std::any_of(roots.begin(), roots.end(),
+                  [](const Tensor& r) { return r.defined() && r.impl()->is_traced(); })) {
+    if (compiler::CaptureContext* c = compiler::capture_context())
+      return c->backward(roots, grad_roots, inputs, keep_graph, create_graph, allow_unused);
+    throw compiler::GraphBreak(
+        "backward() on a traced tensor outside a compiled function's capture is not captured; "
+        "the function runs eagerly");
+  }
   std::unordered_map<Node*, variable_list> buffers;
   std::vector<Edge> root_edges;
   variable_list root_values;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
     KILN_CHECK(r.defined(), "backward: tensor ", i, " is undefined");
-    // Autograd does not record inside a capture, so a traced tensor has no graph to run.
-    if (r.impl()->is_traced())
-      throw compiler::GraphBreak(
-          "backward() inside a function under kiln::compile is not captured; the function runs "
-          "eagerly, where it computes the gradients (compile the forward alone, and use "
-          "kiln::compiler::compiled_autograd for the backward)");
     Edge e = gradient_edge(r);
     KILN_CHECK(e.valid(), "element ", i,
                " of tensors does not require grad and does not have a grad_fn");

@@ -64,6 +64,18 @@ void Node::run_pre_hooks(std::vector<Tensor>& grads) const {
     if (nr < grads.size() && grads[nr].defined()) retain_grad_into(tensor, grads[nr]);
 }
 
+// The incoming gradient itself when nothing else holds it or its memory and it is contiguous
+// (PyTorch's AccumulateGrad steals it too); otherwise a copy. Another leaf may have received the
+// same tensor (both inputs of an add do), or a broadcast of one value: an in-place change of one
+// .grad (an optimizer's, clip_grad_norm_'s) must not reach another or write one element twice.
+namespace {
+Tensor owned(Tensor g) {
+  if (!g.is_contiguous()) return g.contiguous();
+  const bool alone = g.impl_ptr().use_count() == 1 && g.impl()->storage().use_count() == 1;
+  return alone ? g : g.clone();
+}
+}  // namespace
+
 AccumulateGrad::AccumulateGrad(Tensor leaf) : leaf_(std::move(leaf)) {}
 
 void AccumulateGrad::run_pre_hooks(std::vector<Tensor>& grads) const {
@@ -80,7 +92,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   if (!GradMode::is_enabled()) g = g.detach();
   const std::lock_guard<std::mutex> lock(mutex_);
   // Out of place: the incoming gradient may be shared with a caller or another leaf.
-  m.grad = m.grad.defined() ? add(m.grad, g) : g;
+  m.grad = m.grad.defined() ? add(m.grad, g) : owned(std::move(g));
   // By index: a hook may register another one.
   for (size_t i = 0; i < m.post_accumulate_grad_hooks.size(); ++i) {
     auto hook = m.post_accumulate_grad_hooks[i];  // a copy: the hook may add hooks

@@ -3,6 +3,7 @@
 #include "kiln/autograd/node.h"
 #include "kiln/core/autograd_meta.h"
 #include "kiln/core/error.h"
+#include "kiln/core/graph_break.h"
 #include "kiln/core/tensor.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/registry.h"
@@ -37,13 +38,21 @@ Tensor& Tensor::requires_grad_(bool r) const {
   return const_cast<Tensor&>(*this);
 }
 
+// Under a compiled function's capture, .grad is state the graph must read at each call and
+// whose changes it must replay: the capture is told of each access.
 const Tensor& Tensor::grad() const {
+  if (compiler::CaptureContext* c = compiler::capture_context()) c->reading_grad(*this);
   const AutogradMeta* m = checked()->autograd_meta();
   return m ? m->grad : undefined_tensor();
 }
 
-Tensor& Tensor::mutable_grad() const { return checked()->ensure_autograd_meta().grad; }
+Tensor& Tensor::mutable_grad() const {
+  if (compiler::CaptureContext* c = compiler::capture_context()) c->writing_grad(*this);
+  return checked()->ensure_autograd_meta().grad;
+}
+
 void Tensor::set_grad(const Tensor& g) const {
+  if (compiler::CaptureContext* c = compiler::capture_context()) c->writing_grad(*this);
   if (g.defined()) {  // the checks of PyTorch's .grad setter
     KILN_CHECK(g.sizes() == sizes(), "set_grad: attempting to assign a gradient of size ",
                g.sizes(), " to a tensor of size ", sizes());

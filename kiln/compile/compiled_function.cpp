@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "kiln/compile/captured_grads.h"
 #include "kiln/compile/codegen/program.h"
 #include "kiln/compile/compiled_backward.h"
 #include "kiln/compile/joint.h"
@@ -110,16 +111,45 @@ void CompiledFunction::set_captured_source(std::shared_ptr<CapturedSource> sourc
   captured_source_ = std::move(source);
 }
 
+std::vector<Tensor> CompiledFunction::set_grads(const Entry& e, std::vector<Tensor> outs) {
+  for (const auto& [leaf, k] : e.grad_outputs) leaf.mutable_grad() = k >= 0 ? outs[k] : Tensor();
+  outs.resize(e.results);
+  return outs;
+}
+
+void CompiledFunction::follow_grads(Entry& e, const GradEffects& fx) {
+  const std::vector<Tensor>& captured = e.graph.captured_tensors;
+  auto index_of = [&](const Tensor& t) -> int {
+    for (size_t k = 0; k < captured.size(); ++k)
+      if (t.defined() && captured[k].impl() == t.impl()) return static_cast<int>(k);
+    return -1;
+  };
+  for (const GradEffects::Entry& r : fx.read) {
+    const int leaf = index_of(r.leaf);
+    e.guards.grads.push_back(
+        {(leaf >= 0 ? "captured[" + std::to_string(leaf) + "]" : "a tensor the function read") +
+             ".grad",
+         r.leaf, r.grad.defined()});
+    if (const int k = index_of(r.grad); k >= 0) e.grad_inputs.emplace_back(k, r.leaf);
+  }
+}
+
 CompiledFunction::Entry::Entry() : id(g_next_entry_id++) {}
 CompiledFunction::Entry::~Entry() = default;
 
 bool CompiledFunction::captured_for(const Entry& e, std::vector<Tensor>& captured,
                                     std::string* why) const {
-  if (!captured_source_) {
-    captured = e.graph.captured_tensors;
-    return true;
+  if (captured_source_) return captured_source_->find(e.captured_places.get(), captured, why);
+  captured = e.graph.captured_tensors;
+  for (const auto& [k, leaf] : e.grad_inputs) {
+    const Tensor& g = leaf.grad();
+    if (!g.defined()) {
+      if (why) *why = "captured[" + std::to_string(k) + "] is a .grad that is now None";
+      return false;
+    }
+    captured[k] = g;
   }
-  return captured_source_->find(e.captured_places.get(), captured, why);
+  return true;
 }
 
 CompiledFunction::Capture CompiledFunction::capture(const std::vector<Arg>& args, bool training) {
@@ -143,6 +173,7 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
   auto entry = std::make_shared<Entry>();
   entry->env = std::make_unique<ShapeEnv>();
   Tracer tracer(*entry->env);
+  CapturedGrads grads(tracer);  // puts back each .grad the function set, before the check below
   // Filled as the capture ends, whichever way, while the tracer still holds what it traced.
   struct Remember {
     const Tracer& tracer;
@@ -150,17 +181,32 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
     ~Remember() { out = tracer.traced_tensors(); }
   } remember{tracer, traced_tensors};
   std::vector<Tensor> outs;
+  GradEffects fx;
   try {
     std::vector<Arg> traced = make_traced_args(args, policy_, *entry->env, tracer, entry->guards);
-    outs = tracer.run([&] { return fn_(traced); });
+    outs = tracer.run([&] { return fn_(traced); }, &grads);
+    fx = grads.finish();
   } catch (const GraphBreak& e) {
-    return {nullptr, e.what()};
+    return {nullptr, e.what(), ""};
   } catch (const DataDependentError& e) {
-    return {nullptr, e.what()};
+    return {nullptr, e.what(), ""};
   } catch (const Error& e) {
     return {nullptr, "", e.what()};
   }
-  if (training && options_.backend() == "codegen" && wants_gradients(tracer)) {
+  if (captured_source_ && (!fx.read.empty() || !fx.written.empty()))
+    return {nullptr, "a regionally compiled forward that reads or sets .grad is not captured", ""};
+  entry->results = outs.size();
+  entry->runs_backward = fx.ran_backward;
+  bool sets_computed_grads = false;
+  for (const GradEffects::Write& w : fx.written) {
+    entry->grad_outputs.emplace_back(w.leaf, w.grad.defined() ? static_cast<int>(outs.size()) : -1);
+    if (w.grad.defined()) outs.push_back(w.grad);
+    sets_computed_grads = sets_computed_grads || w.grad.defined();
+  }
+  // A training graph's outputs are its node's outputs; a .grad the function computed is not one
+  // (then the graph is replayed on the eager kernels, which record the backward).
+  if (training && options_.backend() == "codegen" && !fx.ran_backward && !sets_computed_grads &&
+      wants_gradients(tracer)) {
     std::string why;
     try {
       compile_training(*entry, tracer, outs);
@@ -174,6 +220,7 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
       return capture(args, false);
     }
     finish_guards(entry->guards, entry->graph, *entry->env);
+    follow_grads(*entry, fx);
     return {entry, ""};
   }
   entry->graph = tracer.finish(outs);
@@ -184,7 +231,8 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
     log(LogKind::Graph, name_ + ": " + std::to_string(traced_ops) + " ops traced, " +
                             std::to_string(stats.merged) + " merged as common subexpressions, " +
                             std::to_string(stats.removed) + " unused ones removed");
-  if (options_.backend() == "codegen" && !needs_autograd(entry->guards))
+  follow_grads(*entry, fx);
+  if (options_.backend() == "codegen" && (fx.ran_backward || !needs_autograd(entry->guards)))
     entry->program = std::make_unique<CodegenProgram>(entry->graph, autotune());
   return {entry, ""};
 }
@@ -211,9 +259,12 @@ std::vector<Tensor> CompiledFunction::run(const std::shared_ptr<const Entry>& e,
                                           const std::vector<int64_t>& symbols) const {
   std::vector<Tensor> inputs = flat_tensors(args);
   std::erase_if(inputs, [](const Tensor& t) { return !t.defined(); });
-  if (e->training) return run_training(e, args, std::move(inputs), captured, symbols);
-  if (e->program) return e->program->run(inputs, captured, symbols);
-  return replay(e->graph, inputs, captured, symbols);
+  if (e->training)
+    return set_grads(*e, run_training(e, args, std::move(inputs), captured, symbols));
+  std::optional<NoGradGuard> no_grad;
+  if (e->runs_backward) no_grad.emplace();
+  if (e->program) return set_grads(*e, e->program->run(inputs, captured, symbols));
+  return set_grads(*e, replay(e->graph, inputs, captured, symbols));
 }
 
 std::vector<Tensor> CompiledFunction::run_training(const std::shared_ptr<const Entry>& e,

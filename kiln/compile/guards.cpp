@@ -239,6 +239,10 @@ bool Guards::check(const std::vector<Arg>& call, const std::vector<Tensor>& capt
   }
   for (size_t k = 0; k < captured.size(); ++k)
     if (!check_tensor(captured[k], captured_now[k], symbols, why)) return false;
+  for (const GradGuard& g : grads)
+    if (g.leaf.grad().defined() != g.defined)
+      return fail(g.where + ": expected " + (g.defined ? "a tensor" : "None") + ", got " +
+                  (g.defined ? "None" : "a tensor"));
   if (GradMode::is_enabled() != grad_mode)
     return fail(std::string("grad mode: expected ") + (grad_mode ? "enabled" : "disabled") +
                 ", got " + (grad_mode ? "disabled" : "enabled"));
@@ -273,6 +277,8 @@ std::string Guards::str() const {
   }
   for (const TensorGuard& g : tensors) tensor_line(g);
   for (const TensorGuard& g : captured) tensor_line(g);
+  for (const GradGuard& g : grads)
+    os << g.where << ": " << (g.defined ? "a tensor" : "None") << "\n";
   os << "grad mode " << (grad_mode ? "enabled" : "disabled") << "\n";
   os << "default dtype " << dtype_name(default_dtype) << "\n";
   for (int s = 0; s < env->num_symbols(); ++s) {

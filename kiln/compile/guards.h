@@ -33,6 +33,13 @@ struct TensorGuard {
   std::vector<int64_t> strides;  // the exact strides, when not contiguous
 };
 
+// A .grad the function read before setting it: defined or not, as at the capture.
+struct GradGuard {
+  std::string where;  // "captured[2].grad"
+  Tensor leaf;
+  bool defined = false;
+};
+
 struct ArgGuard {
   size_t kind = 0;           // Arg's variant index
   std::vector<int> tensors;  // indices into Guards::tensors (one, or one per list element)
@@ -44,6 +51,7 @@ class Guards {
   std::vector<ArgGuard> args;
   std::vector<TensorGuard> tensors;  // the arguments' tensors, flattened
   std::vector<TensorGuard> captured;
+  std::vector<GradGuard> grads;
   bool grad_mode = true;
   ScalarType default_dtype = kFloat32;  // factories and numbers took it at capture
   const ShapeEnv* env = nullptr;

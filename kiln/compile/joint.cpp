@@ -25,24 +25,13 @@ void accumulate(std::unordered_map<int, Tensor>& grads, int id, const Tensor& g)
   sum = sum.defined() ? sum + g : g;
 }
 
-// Walks the forward's nodes backwards, calling each one's backward formula on the traced
-// tensors as autograd's OpNode would (zeros for outputs without a gradient, gradients reduced to
-// the input's shape and dtype), so the tracer records the backward as more nodes.
+// Walks the forward's nodes backwards from the results, with a tangent input for each one that
+// takes a gradient, and lists the gradient of every input and captured tensor that needs one.
 BackwardTrace trace_backward(Tracer& tr, const std::vector<Tensor>& results) {
   const size_t forward_nodes = tr.graph().nodes.size();
   const std::vector<int> inputs = tr.graph().inputs;
   const std::vector<int> captured = tr.graph().captured;
-  std::vector<char> needs_grad(tr.graph().values.size(), 0);
-  for (int id : inputs) needs_grad[id] = tr.tensor(id).requires_grad();
-  for (int id : captured) needs_grad[id] = tr.tensor(id).requires_grad();
-  for (size_t i = 0; i < forward_nodes; ++i) {
-    const Node& n = tr.graph().nodes[i];
-    const bool flows = n.grad_enabled && n.op->differentiable() &&
-                       std::any_of(n.inputs.begin(), n.inputs.end(),
-                                   [&](int id) { return id >= 0 && needs_grad[id]; });
-    for (int id : n.outputs)
-      needs_grad[id] = flows && is_floating_point(tr.graph().values[id].dtype);
-  }
+  const std::vector<char> needs_grad = values_needing_grad(tr);
 
   BackwardTrace bt;
   std::unordered_map<int, Tensor> grads;
@@ -56,38 +45,7 @@ BackwardTrace trace_backward(Tracer& tr, const std::vector<Tensor>& results) {
     bt.differentiable_results.push_back(static_cast<int>(k));
     accumulate(grads, id, tangent);
   }
-
-  const NoGradGuard no_grad;
-  for (size_t i = forward_nodes; i-- > 0;) {
-    const Node n = tr.graph().nodes[i];  // a copy: recording appends to the node list
-    std::vector<Tensor> out_grads;
-    bool any = false;
-    for (int id : n.outputs) {
-      auto it = grads.find(id);
-      out_grads.push_back(it == grads.end() ? Tensor() : it->second);
-      any = any || out_grads.back().defined();
-    }
-    std::vector<bool> needs;
-    for (int id : n.inputs) needs.push_back(id >= 0 && needs_grad[id]);
-    if (!any || std::none_of(needs.begin(), needs.end(), [](bool b) { return b; })) continue;
-    if (!n.grad_enabled || !n.op->differentiable()) continue;
-    if (n.op->is_inplace)
-      throw GraphBreak(n.op->name + " changes a tensor in place on a gradient's path");
-    std::vector<Tensor> ins, outs;
-    for (int id : n.inputs) ins.push_back(id >= 0 ? tr.tensor(id) : Tensor());
-    for (int id : n.outputs) outs.push_back(tr.tensor(id));
-    for (size_t o = 0; o < out_grads.size(); ++o)
-      if (!out_grads[o].defined() && is_floating_point(outs[o].dtype()))
-        out_grads[o] = zeros(outs[o].sym_sizes(), TensorOptions(outs[o].dtype()));
-    const BackwardContext ctx{out_grads, ins, outs, n.attrs, needs};
-    std::vector<Tensor> in_grads = n.op->backward_(ctx);
-    in_grads.resize(ins.size());
-    for (size_t j = 0; j < ins.size(); ++j)
-      if (needs[j] && in_grads[j].defined())
-        accumulate(
-            grads, n.inputs[j],
-            autograd::reduce_grad_to(in_grads[j], autograd::InputMeta::of(ins[j]), n.op->name, j));
-  }
+  trace_gradients(tr, needs_grad, forward_nodes, grads);
 
   const int targets = static_cast<int>(inputs.size() + captured.size());
   for (int t = 0; t < targets; ++t) {
@@ -213,6 +171,59 @@ TrainingGraphs split(const Graph& joint, size_t forward_inputs, size_t results,
 }
 
 }  // namespace
+
+std::vector<char> values_needing_grad(Tracer& tr) {
+  const Graph& g = tr.graph();
+  std::vector<char> needs_grad(g.values.size(), 0);
+  for (int id : g.inputs) needs_grad[id] = tr.tensor(id).requires_grad();
+  for (int id : g.captured) needs_grad[id] = tr.tensor(id).requires_grad();
+  for (const Node& n : g.nodes) {
+    const bool flows = n.grad_enabled && n.op->differentiable() &&
+                       std::any_of(n.inputs.begin(), n.inputs.end(),
+                                   [&](int id) { return id >= 0 && needs_grad[id]; });
+    for (int id : n.outputs) needs_grad[id] = flows && is_floating_point(g.values[id].dtype);
+  }
+  return needs_grad;
+}
+
+// Calls each node's backward formula on the traced tensors as autograd's OpNode would (zeros for
+// outputs without a gradient, gradients reduced to the input's shape and dtype), so the tracer
+// records the backward as more nodes.
+void trace_gradients(Tracer& tr, const std::vector<char>& needs_grad, size_t nodes,
+                     std::unordered_map<int, Tensor>& grads) {
+  const NoGradGuard no_grad;
+  for (size_t i = nodes; i-- > 0;) {
+    const Node n = tr.graph().nodes[i];  // a copy: recording appends to the node list
+    std::vector<Tensor> out_grads;
+    bool any = false;
+    for (int id : n.outputs) {
+      auto it = grads.find(id);
+      out_grads.push_back(it == grads.end() ? Tensor() : it->second);
+      any = any || out_grads.back().defined();
+    }
+    std::vector<bool> needs;
+    for (int id : n.inputs)
+      needs.push_back(id >= 0 && id < static_cast<int>(needs_grad.size()) && needs_grad[id]);
+    if (!any || std::none_of(needs.begin(), needs.end(), [](bool b) { return b; })) continue;
+    if (!n.grad_enabled || !n.op->differentiable()) continue;
+    if (n.op->is_inplace)
+      throw GraphBreak(n.op->name + " changes a tensor in place on a gradient's path");
+    std::vector<Tensor> ins, outs;
+    for (int id : n.inputs) ins.push_back(id >= 0 ? tr.tensor(id) : Tensor());
+    for (int id : n.outputs) outs.push_back(tr.tensor(id));
+    for (size_t o = 0; o < out_grads.size(); ++o)
+      if (!out_grads[o].defined() && is_floating_point(outs[o].dtype()))
+        out_grads[o] = zeros(outs[o].sym_sizes(), TensorOptions(outs[o].dtype()));
+    const BackwardContext ctx{out_grads, ins, outs, n.attrs, needs};
+    std::vector<Tensor> in_grads = n.op->backward_(ctx);
+    in_grads.resize(ins.size());
+    for (size_t j = 0; j < ins.size(); ++j)
+      if (needs[j] && in_grads[j].defined())
+        accumulate(
+            grads, n.inputs[j],
+            autograd::reduce_grad_to(in_grads[j], autograd::InputMeta::of(ins[j]), n.op->name, j));
+  }
+}
 
 TrainingGraphs trace_training(Tracer& tracer, const std::vector<Tensor>& results) {
   const size_t forward_inputs = tracer.graph().inputs.size();

@@ -3,6 +3,7 @@
 // backward formulas of its ops (they are Kiln ops too) into one joint graph, which is then split
 // into a forward graph that also returns what the backward saves, and a backward graph that
 // recomputes the rest of what it reads (partition.h).
+#include <unordered_map>
 #include <vector>
 
 #include "kiln/compile/graph.h"
@@ -30,5 +31,14 @@ struct TrainingGraphs {
 // (under the tracer's mode), finishes the joint graph and splits it. Throws GraphBreak where a
 // training graph cannot be made (an in-place op on a gradient's path).
 TrainingGraphs trace_training(Tracer& tracer, const std::vector<Tensor>& results);
+
+// Which values of the graph traced so far need a gradient: the inputs and captured tensors that
+// require grad, and what differentiable ops computed from them with grad mode on.
+std::vector<char> values_needing_grad(Tracer& tracer);
+// Traces, under the tracer's mode, the backward formulas of the first `nodes` nodes in reverse,
+// from the gradients in `grads` (by value id) to every value in needs_grad that they reach,
+// adding each one's gradient to `grads`.
+void trace_gradients(Tracer& tracer, const std::vector<char>& needs_grad, size_t nodes,
+                     std::unordered_map<int, Tensor>& grads);
 
 }  // namespace kiln::compiler

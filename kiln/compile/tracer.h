@@ -22,10 +22,11 @@ class Tracer {
 
   // The stand-in for the next graph input: a traced meta tensor with these sizes and strides.
   Tensor add_input(SymShape sizes, SymShape strides, ScalarType dtype, Device device);
-  // Runs f() with the tracing mode on top of the mode stack.
+  // Runs f() with the tracing mode on top of the mode stack; `context` (captured_grads.h)
+  // follows what f does with autograd state.
   template <class F>
-  auto run(F&& f) {
-    const CapturingScope capturing;
+  auto run(F&& f, CaptureContext* context = nullptr) {
+    const CapturingScope capturing(context);
     ModeGuard guard(mode_);
     return f();
   }

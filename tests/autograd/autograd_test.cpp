@@ -57,6 +57,22 @@ TEST(Autograd, BroadcastGradientsAreSummedToInputShape) {
   EXPECT_EQ(at(b.grad(), 0), 3.0);
 }
 
+// Both inputs of an add receive the same gradient tensor, and a sum's backward a broadcast of one
+// value: each .grad is a contiguous tensor of its own, so an in-place change of one (an
+// optimizer's, clip_grad_norm_'s) reaches no other and writes no element twice.
+TEST(Autograd, EachLeafGetsAGradientOfItsOwn) {
+  const Tensor a = tensor({1.0f, 2.0f}).requires_grad_(), b = tensor({3.0f, 4.0f}).requires_grad_();
+  (a + b).sum().backward();
+  EXPECT_NE(a.grad().data_ptr(), b.grad().data_ptr());
+  a.grad().mul_(2);
+  EXPECT_TRUE(allclose(b.grad(), tensor({1.0f, 1.0f})));
+  const Tensor c = tensor({0.5f, 0.5f}).requires_grad_();
+  c.sum().backward();
+  EXPECT_TRUE(c.grad().is_contiguous());
+  c.grad().add_(tensor({1.0f, 2.0f}));
+  EXPECT_TRUE(allclose(c.grad(), tensor({2.0f, 3.0f})));
+}
+
 TEST(Autograd, GradReturnsWithoutTouchingDotGrad) {
   Tensor x = tensor({1.0, 2.0}, requires_grad());
   Tensor y = (x * x * x).sum();

@@ -35,25 +35,6 @@ TEST(CompileFallback, ItemRunsEagerlyWithTheReason) {
   EXPECT_NE(err.find("item:"), std::string::npos) << err;
 }
 
-// backward() inside a compiled function is not captured yet: the function runs eagerly and the
-// gradients arrive, rather than a replay that skips them.
-TEST(CompileFallback, BackwardInsideTheFunctionRunsEagerly) {
-  const Tensor w = tensor({1.0f, 2.0f}).requires_grad_();
-  auto step = [&](const Tensor& x) {
-    Tensor loss = (x * w).sum();
-    loss.backward();
-    return loss.detach();
-  };
-  auto f = compile(step);
-  for (int i = 1; i <= 2; ++i) {
-    EXPECT_TRUE(allclose(f(tensor({3.0f, 4.0f})), tensor(11.0f)));
-    EXPECT_TRUE(allclose(w.grad(), tensor({3.0f, 4.0f}) * i)) << i;
-  }
-  EXPECT_EQ(f.compilations(), 0);
-  const std::string err = fullgraph_error(step, tensor({3.0f, 4.0f}));
-  EXPECT_NE(err.find("backward() inside a function under kiln::compile"), std::string::npos) << err;
-}
-
 // An optimizer's step keeps C++ state a graph would bake in at capture (the step count, the
 // learning rate, buffers made on first use): under a capture it runs eagerly, before it touches
 // that state, so every call updates as eager's does.
