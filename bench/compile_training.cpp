@@ -40,8 +40,8 @@ void train_steps(benchmark::State& state, Model& model, Forward forward, const T
   }
 }
 
-// zero_grad, the forward, the loss and its backward() compiled as one function (the backward is
-// traced into the same graph); the optimizer steps outside it.
+// The whole step compiled as one function: zero_grad, the forward, the loss, its backward()
+// (traced into the same graph) and the optimizer's step() (run after each call of the graph).
 template <class Model, class Forward>
 void train_steps_whole(benchmark::State& state, Model& model, Forward forward, const Tensor& x,
                        const Tensor& y) {
@@ -52,23 +52,18 @@ void train_steps_whole(benchmark::State& state, Model& model, Forward forward, c
         Tensor logits = forward(inputs);
         Tensor loss = kiln::cross_entropy(logits.flatten(0, logits.dim() - 2), targets.flatten());
         loss.backward();
+        opt.step();
         return loss.detach();
       },
       kiln::CompileOptions().fullgraph(true));
-  for (int i = 0; i < 2; ++i) {  // the captures: .grad None, then defined
-    step(x, y);
-    opt.step();
-  }
-  for (auto _ : state) {
-    step(x, y);
-    opt.step();
-  }
+  for (int i = 0; i < 2; ++i) step(x, y);  // the captures: .grad None, then defined
+  for (auto _ : state) step(x, y);
 }
 
 // compiled: 0 eager, 1 the whole model under kiln::compile, 2 its blocks compiled regionally
 // (block->compile(); the embeddings and the output layer run eagerly), 3 an eager forward with
 // the backward under compiled autograd, 4 the whole model compiled and compiled autograd, 5 the
-// step but for the optimizer compiled as one function (train_steps_whole).
+// whole step compiled as one function (train_steps_whole).
 void BM_GptTrainStep(benchmark::State& state) {
   kiln::manual_seed(0);
   gpt::GPT model(gpt::Config{12, 8, 2, 4, 64, 0.0});
@@ -114,8 +109,8 @@ void BM_GptColdStart(benchmark::State& state) {
 }
 
 // A Sequential's steps, eager (compiled: 0), with kiln::compile(model) (compiled: 1), eager
-// with the backward under compiled autograd (compiled: 2), or the step but for the optimizer
-// compiled as one function (compiled: 3).
+// with the backward under compiled autograd (compiled: 2), or the whole step compiled as one
+// function (compiled: 3).
 void train_sequential(benchmark::State& state, kiln::nn::Sequential& model, const Tensor& x,
                       const Tensor& y) {
   if (state.range(0) == 3)

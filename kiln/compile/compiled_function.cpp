@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "kiln/compile/captured_grads.h"
+#include "kiln/compile/captured_state.h"
 #include "kiln/compile/codegen/program.h"
 #include "kiln/compile/compiled_backward.h"
 #include "kiln/compile/joint.h"
@@ -111,20 +111,21 @@ void CompiledFunction::set_captured_source(std::shared_ptr<CapturedSource> sourc
   captured_source_ = std::move(source);
 }
 
-std::vector<Tensor> CompiledFunction::set_grads(const Entry& e, std::vector<Tensor> outs) {
+std::vector<Tensor> CompiledFunction::finish_call(const Entry& e, std::vector<Tensor> outs) {
   for (const auto& [leaf, k] : e.grad_outputs) leaf.mutable_grad() = k >= 0 ? outs[k] : Tensor();
   outs.resize(e.results);
+  for (const auto& effect : e.after_call) effect();
   return outs;
 }
 
-void CompiledFunction::follow_grads(Entry& e, const GradEffects& fx) {
+void CompiledFunction::follow_grads(Entry& e, const StateEffects& fx) {
   const std::vector<Tensor>& captured = e.graph.captured_tensors;
   auto index_of = [&](const Tensor& t) -> int {
     for (size_t k = 0; k < captured.size(); ++k)
       if (t.defined() && captured[k].impl() == t.impl()) return static_cast<int>(k);
     return -1;
   };
-  for (const GradEffects::Entry& r : fx.read) {
+  for (const StateEffects::Entry& r : fx.read) {
     const int leaf = index_of(r.leaf);
     e.guards.grads.push_back(
         {(leaf >= 0 ? "captured[" + std::to_string(leaf) + "]" : "a tensor the function read") +
@@ -173,7 +174,7 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
   auto entry = std::make_shared<Entry>();
   entry->env = std::make_unique<ShapeEnv>();
   Tracer tracer(*entry->env);
-  CapturedGrads grads(tracer);  // puts back each .grad the function set, before the check below
+  CapturedState grads(tracer);  // puts back each .grad the function set, before the check below
   // Filled as the capture ends, whichever way, while the tracer still holds what it traced.
   struct Remember {
     const Tracer& tracer;
@@ -181,7 +182,7 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
     ~Remember() { out = tracer.traced_tensors(); }
   } remember{tracer, traced_tensors};
   std::vector<Tensor> outs;
-  GradEffects fx;
+  StateEffects fx;
   try {
     std::vector<Arg> traced = make_traced_args(args, policy_, *entry->env, tracer, entry->guards);
     outs = tracer.run([&] { return fn_(traced); }, &grads);
@@ -193,12 +194,16 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
   } catch (const Error& e) {
     return {nullptr, "", e.what()};
   }
-  if (captured_source_ && (!fx.read.empty() || !fx.written.empty()))
-    return {nullptr, "a regionally compiled forward that reads or sets .grad is not captured", ""};
+  if (captured_source_ && (!fx.read.empty() || !fx.written.empty() || !fx.deferred.empty()))
+    return {nullptr,
+            "a regionally compiled forward that reads or sets .grad or steps an optimizer is not "
+            "captured",
+            ""};
   entry->results = outs.size();
+  entry->after_call = fx.deferred;
   entry->runs_backward = fx.ran_backward;
   bool sets_computed_grads = false;
-  for (const GradEffects::Write& w : fx.written) {
+  for (const StateEffects::Write& w : fx.written) {
     entry->grad_outputs.emplace_back(w.leaf, w.grad.defined() ? static_cast<int>(outs.size()) : -1);
     if (w.grad.defined()) outs.push_back(w.grad);
     sets_computed_grads = sets_computed_grads || w.grad.defined();
@@ -260,11 +265,11 @@ std::vector<Tensor> CompiledFunction::run(const std::shared_ptr<const Entry>& e,
   std::vector<Tensor> inputs = flat_tensors(args);
   std::erase_if(inputs, [](const Tensor& t) { return !t.defined(); });
   if (e->training)
-    return set_grads(*e, run_training(e, args, std::move(inputs), captured, symbols));
+    return finish_call(*e, run_training(e, args, std::move(inputs), captured, symbols));
   std::optional<NoGradGuard> no_grad;
   if (e->runs_backward) no_grad.emplace();
-  if (e->program) return set_grads(*e, e->program->run(inputs, captured, symbols));
-  return set_grads(*e, replay(e->graph, inputs, captured, symbols));
+  if (e->program) return finish_call(*e, e->program->run(inputs, captured, symbols));
+  return finish_call(*e, replay(e->graph, inputs, captured, symbols));
 }
 
 std::vector<Tensor> CompiledFunction::run_training(const std::shared_ptr<const Entry>& e,

@@ -19,7 +19,7 @@ namespace kiln::compiler {
 class Tracer;
 class CodegenProgram;   // codegen/program.h, kept out of the public headers
 struct TrainingGraphs;  // joint.h
-struct GradEffects;     // captured_grads.h
+struct StateEffects;    // captured_state.h
 
 // The user's function on flattened arguments and results.
 using FlatFn = std::function<std::vector<Tensor>(const std::vector<Arg>&)>;
@@ -79,13 +79,14 @@ class CompiledFunction {
     // The graph changes an argument or a captured tensor in place (then it must not run on
     // arguments that share memory: see call()).
     bool changes_inputs = false;
-    // What the graph does with .grad (captured_grads.h): captured tensors that are a tensor's
+    // What the graph does with .grad (captured_state.h): captured tensors that are a tensor's
     // .grad, read from it at each call; and each .grad it sets after a call, to the graph output
     // at that index (-1: None). The function's results are the first `results` outputs.
     std::vector<std::pair<int, Tensor>> grad_inputs;
     std::vector<std::pair<Tensor, int>> grad_outputs;
     size_t results = 0;
     bool runs_backward = false;  // backward() is in the graph: it runs without autograd
+    std::vector<std::function<void()>> after_call;  // optimizer steps, after the .grad are set
     uint64_t id;  // unique in the process: compiled autograd's cache keys name graphs by it
     Entry();
     ~Entry();
@@ -118,10 +119,11 @@ class CompiledFunction {
                                        const std::vector<Arg>& args,
                                        const std::vector<Tensor>& captured,
                                        const std::vector<int64_t>& symbols) const;
-  // The function's results, after setting each .grad the graph sets from the outputs after them.
-  static std::vector<Tensor> set_grads(const Entry& e, std::vector<Tensor> outs);
+  // The function's results, after setting each .grad the graph sets from the outputs after them
+  // and running what the function deferred.
+  static std::vector<Tensor> finish_call(const Entry& e, std::vector<Tensor> outs);
   // The entry's .grad inputs and guards: each .grad the function read before setting it.
-  static void follow_grads(Entry& e, const GradEffects& fx);
+  static void follow_grads(Entry& e, const StateEffects& fx);
   bool autotune() const { return options_.mode() == "max-autotune"; }
 
   FlatFn fn_;

@@ -34,6 +34,7 @@ class Tracer::Mode final : public DispatchMode {
                        " draws random numbers, which a graph does not replay the same way");
     if (op.dynamic_output)
       throw GraphBreak(op.name + " makes an output whose size depends on the input's values");
+    t_.check_not_sealed(op, inputs);
     for (const Tensor& in : inputs) t_.refresh(in);
     if (op.is_inplace)
       if (auto outs = t_.functionalize(op, inputs, attrs)) return *std::move(outs);
@@ -122,6 +123,21 @@ int Tracer::value_of(const Tensor& t) {
   graph_.captured_tensors.push_back(t);
   ids_[t.impl()] = id;
   return id;
+}
+
+void Tracer::check_not_sealed(const OpDef& op, const std::vector<Tensor>& inputs) {
+  if (sealed_by_.empty()) return;
+  for (const Tensor& in : inputs) {
+    if (!in.defined()) continue;
+    auto it = ids_.find(in.impl());
+    int id = it == ids_.end() ? -1 : it->second;
+    while (id >= 0 && graph_.values[id].kind == Value::Kind::NodeOutput &&
+           graph_.nodes[graph_.values[id].producer].op->is_view)
+      id = graph_.nodes[graph_.values[id].producer].inputs[0];
+    if (id < 0 || graph_.values[id].kind == Value::Kind::Captured)
+      throw GraphBreak(op.name + " reads a captured tensor after " + sealed_by_ +
+                       ", which the graph runs after the call");
+  }
 }
 
 Tensor Tracer::tensor(int id) const {

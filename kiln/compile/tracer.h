@@ -22,7 +22,7 @@ class Tracer {
 
   // The stand-in for the next graph input: a traced meta tensor with these sizes and strides.
   Tensor add_input(SymShape sizes, SymShape strides, ScalarType dtype, Device device);
-  // Runs f() with the tracing mode on top of the mode stack; `context` (captured_grads.h)
+  // Runs f() with the tracing mode on top of the mode stack; `context` (captured_state.h)
   // follows what f does with autograd state.
   template <class F>
   auto run(F&& f, CaptureContext* context = nullptr) {
@@ -41,10 +41,14 @@ class Tracer {
   std::vector<std::weak_ptr<TensorImpl>> traced_tensors() const;
   Tensor tensor(int id) const;
   int id_of(const Tensor& t) { return value_of(t); }
+  // From now on, an op that reads a captured tensor (or a view of one) breaks the graph: `what`
+  // (an optimizer's step) runs after the graph and changes them. An empty `what` lifts it.
+  void seal(std::string what) { sealed_by_ = std::move(what); }
 
  private:
   class Mode;
   int value_of(const Tensor& t);
+  void check_not_sealed(const OpDef& op, const std::vector<Tensor>& inputs);
   // Records a call of `op` as a node and returns its traced outputs.
   std::vector<Tensor> record(const OpDef& op, const std::vector<Tensor>& inputs,
                              const Attrs& attrs);
@@ -78,6 +82,7 @@ class Tracer {
   std::vector<const StorageImpl*> arguments_;  // followed arguments' storage, in order
   std::unordered_map<const TensorImpl*, uint64_t> view_versions_;
   std::shared_ptr<DispatchMode> mode_;
+  std::string sealed_by_;
 };
 
 }  // namespace kiln::compiler

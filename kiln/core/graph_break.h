@@ -1,6 +1,7 @@
 #pragma once
 // GraphBreak: what stops kiln::compile's capture of a function (kiln/compile/tracer.h). Core
 // code that meets a traced tensor it cannot record throws it too.
+#include <functional>
 #include <vector>
 
 #include "kiln/core/error.h"
@@ -18,9 +19,10 @@ class GraphBreak : public Error {
   using Error::Error;
 };
 
-// What core code tells the capture of a compiled function about autograd state, which lives in
-// C++ fields rather than in ops: a graph must read again at each call the .grad it read, replay
-// the .grad it set, and record backward() as ops (kiln/compile/captured_grads.h).
+// What core code tells the capture of a compiled function about state that lives in C++ fields
+// rather than in ops: a graph must read again at each call the .grad it read, replay the .grad
+// it set, record backward() as ops, and run an optimizer's step() after each call
+// (kiln/compile/captured_state.h).
 class CaptureContext {
  public:
   virtual ~CaptureContext() = default;
@@ -32,6 +34,9 @@ class CaptureContext {
                                        const std::vector<Tensor>& grad_roots,
                                        const std::vector<Tensor>* inputs, bool keep_graph,
                                        bool create_graph, bool allow_unused) = 0;
+  // Runs `effect` after each call of the graph instead of now (an optimizer's step(): C++ state
+  // a graph cannot replay). The function must not read what it changes afterwards.
+  virtual void defer(const char* what, std::function<void()> effect) = 0;
 };
 
 // Whether a capture is running on this thread. Code whose C++ state a graph would bake in as

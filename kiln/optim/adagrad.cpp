@@ -7,7 +7,8 @@
 namespace kiln::optim {
 
 Tensor Adagrad::step(LossClosure closure) {
-  Tensor loss = begin_step("Adagrad::step", closure);
+  if (defer_in_capture("Adagrad::step", closure)) return {};
+  Tensor loss = evaluate(closure);
   for (OptimizerParamGroup& group : param_groups_) {
     const auto& o = static_cast<const AdagradOptions&>(group.options());
     const double wd = o.weight_decay(), eps = o.eps(), sign = o.maximize() ? -1 : 1;
@@ -29,7 +30,8 @@ Tensor Adagrad::step(LossClosure closure) {
 }
 
 Tensor RMSprop::step(LossClosure closure) {
-  Tensor loss = begin_step("RMSprop::step", closure);
+  if (defer_in_capture("RMSprop::step", closure)) return {};
+  Tensor loss = evaluate(closure);
   for (OptimizerParamGroup& group : param_groups_) {
     const auto& o = static_cast<const RMSpropOptions&>(group.options());
     const double lr = o.lr(), alpha = o.alpha(), eps = o.eps(), wd = o.weight_decay();
@@ -67,7 +69,8 @@ Tensor RMSprop::step(LossClosure closure) {
 }
 
 Tensor Adamax::step(LossClosure closure) {
-  Tensor loss = begin_step("Adamax::step", closure);
+  if (defer_in_capture("Adamax::step", closure)) return {};
+  Tensor loss = evaluate(closure);
   for (OptimizerParamGroup& group : param_groups_) {
     const auto& o = static_cast<const AdamaxOptions&>(group.options());
     const auto [beta1, beta2] = o.betas();

@@ -37,14 +37,16 @@ void adam_step(std::vector<OptimizerParamGroup>& groups,
 }  // namespace
 
 Tensor Adam::step(LossClosure closure) {
-  Tensor loss = begin_step("Adam::step", closure);
+  if (defer_in_capture("Adam::step", closure)) return {};
+  Tensor loss = evaluate(closure);
   adam_step<AdamOptions>(
       param_groups_, [this](const Tensor& p) -> ParamState& { return state_of(p); }, false);
   return loss;
 }
 
 Tensor AdamW::step(LossClosure closure) {
-  Tensor loss = begin_step("AdamW::step", closure);
+  if (defer_in_capture("AdamW::step", closure)) return {};
+  Tensor loss = evaluate(closure);
   adam_step<AdamWOptions>(
       param_groups_, [this](const Tensor& p) -> ParamState& { return state_of(p); }, true);
   return loss;

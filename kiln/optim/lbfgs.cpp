@@ -130,7 +130,8 @@ Tensor LBFGS::step(LossClosure closure) {
   KILN_CHECK(closure != nullptr, "LBFGS: step() requires a closure that re-evaluates the loss");
   const auto& o = static_cast<const LBFGSOptions&>(param_groups_[0].options());
   load_search_state();
-  Tensor orig_loss = begin_step("LBFGS::step", closure);
+  if (defer_in_capture("LBFGS::step", closure)) return {};
+  Tensor orig_loss = evaluate(closure);
   Vec grad = flat_grad();
   if (abs_max(grad) <= o.tolerance_grad()) return orig_loss;
   iterate(closure, orig_loss.item<double>(), std::move(grad));

@@ -7,7 +7,8 @@
 namespace kiln::optim {
 
 Tensor NAdam::step(LossClosure closure) {
-  Tensor loss = begin_step("NAdam::step", closure);
+  if (defer_in_capture("NAdam::step", closure)) return {};
+  Tensor loss = evaluate(closure);
   for (OptimizerParamGroup& group : param_groups_) {
     const auto& o = static_cast<const NAdamOptions&>(group.options());
     const auto [beta1, beta2] = o.betas();
@@ -41,7 +42,8 @@ Tensor NAdam::step(LossClosure closure) {
 }
 
 Tensor RAdam::step(LossClosure closure) {
-  Tensor loss = begin_step("RAdam::step", closure);
+  if (defer_in_capture("RAdam::step", closure)) return {};
+  Tensor loss = evaluate(closure);
   for (OptimizerParamGroup& group : param_groups_) {
     const auto& o = static_cast<const RAdamOptions&>(group.options());
     const auto [beta1, beta2] = o.betas();

@@ -64,14 +64,21 @@ void Optimizer::zero_grad(bool set_to_none) {
   }
 }
 
-Tensor Optimizer::begin_step(const char* name, const LossClosure& closure) {
-  if (compiler::is_capturing())
+bool Optimizer::defer_in_capture(const char* name, const LossClosure& closure) {
+  if (!compiler::is_capturing()) return false;
+  compiler::CaptureContext* capture = compiler::capture_context();
+  if (!capture || closure)
     throw compiler::GraphBreak(
         std::string(name) +
-        " keeps its step count, learning rate and state buffers in C++, which a captured graph "
-        "would replay as the first call's constants; the function runs eagerly (compile the "
-        "forward, and call step() outside it)");
-  return evaluate(closure);
+        (closure ? " with a closure re-evaluates the loss, which a graph does not replay"
+                 : " keeps its step count, learning rate and state buffers in C++, which this "
+                   "capture would replay as constants") +
+        "; the function runs eagerly");
+  // The step count, learning rate and lazily made buffers stay C++ state: the step runs eagerly
+  // (one fused update per parameter list) after each call of the graph, which sets the .grad it
+  // reads first.
+  capture->defer(name, [this] { step(); });
+  return true;
 }
 
 Tensor Optimizer::evaluate(const LossClosure& closure) {

@@ -130,10 +130,10 @@ class Optimizer {
 
  protected:
   ParamState& state_of(const Tensor& param) { return state_[param.impl()]; }
-  // What every step() does first: refuses to run inside a capture (GraphBreak, before any state
-  // changes), then runs the closure with gradients enabled (an undefined tensor when there is
-  // none).
-  static Tensor begin_step(const char* name, const LossClosure& closure);
+  // What every step() does first: inside a compiled function's capture, defers the step to
+  // after each call of the graph and returns true (then step() returns at once); a step with a
+  // closure breaks the graph instead, before any state changes.
+  bool defer_in_capture(const char* name, const LossClosure& closure);
   // Runs the closure with gradients enabled; an undefined tensor when there is none.
   static Tensor evaluate(const LossClosure& closure);
 

@@ -7,7 +7,8 @@ namespace kiln::optim {
 
 // One _fused_sgd_ call per group and device: a device backend updates the whole list at once.
 Tensor SGD::step(LossClosure closure) {
-  Tensor loss = begin_step("SGD::step", closure);
+  if (defer_in_capture("SGD::step", closure)) return {};
+  Tensor loss = evaluate(closure);
   for (OptimizerParamGroup& group : param_groups_) {
     const auto& o = static_cast<const SGDOptions&>(group.options());
     KILN_CHECK(!o.nesterov() || (o.momentum() > 0 && o.dampening() == 0),

@@ -1,8 +1,9 @@
 // backward() and .grad inside a compiled function: the capture traces the backward formulas as
 // ops, reads each .grad the function reads from its tensor at every call, and sets each .grad the
-// function sets after every call (kiln/compile/captured_grads.h).
+// function sets after every call (kiln/compile/captured_state.h).
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,67 @@ TEST(CompiledStep, AutogradGradInsideTheFunction) {
   EXPECT_TRUE(allclose(f(x * 2), fn(x * 2)));
   EXPECT_FALSE(w.grad().defined());  // autograd::grad sets no .grad
   EXPECT_EQ(f.compilations(), 1);
+}
+
+// The whole step: step() inside the function runs after each call of the graph, once the .grad
+// are set, with its C++ state (step count, learning rate, buffers) as eager's.
+TEST(CompiledStep, TheOptimizerStepRunsAfterTheGraph) {
+  for (const char* which : {"sgd", "adam", "adamw"}) {
+    auto train = [&](bool compiled) {
+      manual_seed(0);
+      nn::Sequential net(nn::Linear(5, 8), nn::Tanh(), nn::Linear(8, 2));
+      std::unique_ptr<optim::Optimizer> opt;
+      if (std::string(which) == "sgd")
+        opt = std::make_unique<optim::SGD>(net->parameters(),
+                                           optim::SGDOptions(0.1).momentum(0.9).dampening(0.5));
+      else if (std::string(which) == "adam")
+        opt = std::make_unique<optim::Adam>(net->parameters(), optim::AdamOptions(0.01));
+      else
+        opt = std::make_unique<optim::AdamW>(net->parameters(), optim::AdamWOptions(0.01));
+      auto step = [&](const Tensor& x, const Tensor& y) {
+        opt->zero_grad();
+        Tensor loss = mse_loss(net->forward(x), y);
+        loss.backward();
+        opt->step();
+        return loss.detach();
+      };
+      auto compiled_step = compile(step, CompileOptions().fullgraph(true));
+      std::vector<Tensor> out;
+      manual_seed(1);
+      for (int i = 0; i < 4; ++i) {
+        const Tensor x = randn({6, 5}), y = randn({6, 2});
+        out.push_back(compiled ? compiled_step(x, y) : step(x, y));
+        if (i == 2)  // a new learning rate is read by the next step, without a recompile
+          opt->param_groups()[0].options().set_lr(0.05);
+      }
+      if (compiled) EXPECT_EQ(compiled_step.compilations(), 2) << which;
+      const Tensor w = net->parameters()[0];
+      EXPECT_EQ(opt->state().at(w.impl()).step, 4) << which;
+      out.push_back(w.detach());
+      return out;
+    };
+    const std::vector<Tensor> eager = train(false), compiled = train(true);
+    for (size_t i = 0; i < eager.size(); ++i)
+      EXPECT_TRUE(allclose(compiled[i], eager[i], 1e-5, 1e-6)) << which << " " << i;
+  }
+}
+
+// The step runs after the graph, so the function may not read what it changes afterwards.
+TEST(CompiledStep, ReadingAParameterAfterTheStepRunsEagerly) {
+  const Tensor w = tensor({1.0f, 2.0f}).requires_grad_();
+  optim::SGD opt({w}, optim::SGDOptions(0.5));
+  auto fn = [&](const Tensor& x) {
+    opt.zero_grad();
+    (x * w).sum().backward();
+    opt.step();
+    return w * 1.0f;  // eager reads the updated w
+  };
+  auto f = compile(fn);
+  EXPECT_TRUE(allclose(f(tensor({2.0f, 2.0f})), tensor({0.0f, 1.0f})));
+  EXPECT_EQ(f.compilations(), 0);
+  auto strict = compile(fn, CompileOptions().fullgraph(true));
+  const std::string err = error_of([&] { strict(tensor({2.0f, 2.0f})); });
+  EXPECT_NE(err.find("reads a captured tensor after SGD::step"), std::string::npos) << err;
 }
 
 // What the capture does not replay runs eagerly, with the reason under fullgraph.

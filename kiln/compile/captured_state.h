@@ -1,7 +1,9 @@
 #pragma once
-// A compiled function's capture of autograd state: the .grad fields the function reads (graph
-// inputs read again at each call, guarded on being defined), the ones it sets (replayed after
-// each call: a graph output or "none"), and backward() inside the function, traced as ops.
+// A compiled function's capture of state kept in C++ fields: the .grad fields the function reads
+// (graph inputs read again at each call, guarded on being defined), the ones it sets (replayed
+// after each call: a graph output or "none"), backward() inside the function, traced as ops, and
+// optimizer steps, run after each call.
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -14,7 +16,7 @@ class Tracer;
 struct Graph;
 
 // What a graph does with .grad, found once its capture has finished.
-struct GradEffects {
+struct StateEffects {
   struct Entry {
     Tensor leaf;
     Tensor grad;  // at the call's start; undefined when there was none
@@ -28,15 +30,17 @@ struct GradEffects {
   };
   std::vector<Write> written;
   bool ran_backward = false;
+  // What runs after each call, once the .grad are set (optimizer steps), in order.
+  std::vector<std::function<void()>> deferred;
 };
 
-class CapturedGrads final : public CaptureContext {
+class CapturedState final : public CaptureContext {
  public:
-  explicit CapturedGrads(Tracer& tracer) : tracer_(tracer) {}
+  explicit CapturedState(Tracer& tracer) : tracer_(tracer) {}
   // Puts back every .grad the capture changed.
-  ~CapturedGrads() override;
-  CapturedGrads(const CapturedGrads&) = delete;
-  CapturedGrads& operator=(const CapturedGrads&) = delete;
+  ~CapturedState() override;
+  CapturedState(const CapturedState&) = delete;
+  CapturedState& operator=(const CapturedState&) = delete;
 
   void reading_grad(const Tensor& t) override;
   void writing_grad(const Tensor& t) override;
@@ -44,11 +48,12 @@ class CapturedGrads final : public CaptureContext {
                                const std::vector<Tensor>& grad_roots,
                                const std::vector<Tensor>* inputs, bool keep_graph,
                                bool create_graph, bool allow_unused) override;
+  void defer(const char* what, std::function<void()> effect) override;
 
   // Ends the capture of .grad: what the graph must replay, with every .grad put back. Throws
   // GraphBreak where a graph cannot replay it (a .grad set to a tensor the function did not
   // compute).
-  GradEffects finish();
+  StateEffects finish();
 
  private:
   struct Slot {
@@ -66,6 +71,7 @@ class CapturedGrads final : public CaptureContext {
   std::vector<Slot> slots_;
   std::unordered_map<const TensorImpl*, size_t> index_;
   bool ran_backward_ = false;
+  std::vector<std::function<void()>> deferred_;
   std::vector<char> freed_;  // by node: a backward() without retain_graph ran through it
 };
 

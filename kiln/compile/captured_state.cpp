@@ -1,4 +1,4 @@
-#include "kiln/compile/captured_grads.h"
+#include "kiln/compile/captured_state.h"
 
 #include <algorithm>
 #include <unordered_set>
@@ -23,9 +23,9 @@ bool has_hooks(const Tensor& t) {
 
 }  // namespace
 
-CapturedGrads::~CapturedGrads() { restore(); }
+CapturedState::~CapturedState() { restore(); }
 
-CapturedGrads::Slot& CapturedGrads::slot(const Tensor& t) {
+CapturedState::Slot& CapturedState::slot(const Tensor& t) {
   auto [it, fresh] = index_.emplace(t.impl(), slots_.size());
   if (fresh) slots_.push_back({t, grad_field(t)});
   return slots_[it->second];
@@ -33,30 +33,30 @@ CapturedGrads::Slot& CapturedGrads::slot(const Tensor& t) {
 
 // A traced tensor stands for a value the function computed; its .grad is its own business (and
 // always undefined, as autograd does not record in a capture).
-void CapturedGrads::reading_grad(const Tensor& t) {
+void CapturedState::reading_grad(const Tensor& t) {
   if (t.impl()->is_traced()) return;
   Slot& s = slot(t);
   s.read_first = s.read_first || !s.written;
 }
 
-void CapturedGrads::writing_grad(const Tensor& t) {
+void CapturedState::writing_grad(const Tensor& t) {
   if (t.impl()->is_traced()) return;
   slot(t).written = true;
 }
 
-void CapturedGrads::restore() {
+void CapturedState::restore() {
   for (const Slot& s : slots_) grad_field(s.leaf) = s.original;
   slots_.clear();
   index_.clear();
 }
 
-void CapturedGrads::accumulate(const Tensor& leaf, const Tensor& g) {
+void CapturedState::accumulate(const Tensor& leaf, const Tensor& g) {
   const Tensor& sum = leaf.grad();
   Tensor next = sum.defined() ? sum + g : g;
   leaf.mutable_grad() = std::move(next);
 }
 
-std::vector<Tensor> CapturedGrads::backward(const std::vector<Tensor>& roots,
+std::vector<Tensor> CapturedState::backward(const std::vector<Tensor>& roots,
                                             const std::vector<Tensor>& grad_roots,
                                             const std::vector<Tensor>* inputs, bool keep_graph,
                                             bool create_graph, bool allow_unused) {
@@ -147,9 +147,16 @@ std::vector<Tensor> CapturedGrads::backward(const std::vector<Tensor>& roots,
   return {};
 }
 
-GradEffects CapturedGrads::finish() {
-  GradEffects fx;
+void CapturedState::defer(const char* what, std::function<void()> effect) {
+  deferred_.push_back(std::move(effect));
+  tracer_.seal(what);
+}
+
+StateEffects CapturedState::finish() {
+  tracer_.seal("");
+  StateEffects fx;
   fx.ran_backward = ran_backward_;
+  fx.deferred = std::move(deferred_);
   // A gradient the graph returns must be a tensor of its own, as AccumulateGrad's clone makes it:
   // not an input, a view, a broadcast or another .grad.
   std::unordered_set<int> taken;
