@@ -77,7 +77,13 @@ bool Optimizer::defer_in_capture(const char* name, const LossClosure& closure) {
   // The step count, learning rate and lazily made buffers stay C++ state: the step runs eagerly
   // (one fused update per parameter list) after each call of the graph, which sets the .grad it
   // reads first.
-  capture->defer(name, [this] { step(); });
+  capture->defer(name, [this, alive = std::weak_ptr<const bool>(alive_), name] {
+    KILN_CHECK(!alive.expired(), "compile: the ", name,
+               " a compiled function's graph runs after each call belongs to an optimizer that "
+               "no longer exists (the function's variable now names another one?); call "
+               "kiln::compiler::reset() so that the function is captured again");
+    step();
+  });
   return true;
 }
 

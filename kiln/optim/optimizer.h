@@ -140,6 +140,10 @@ class Optimizer {
   std::vector<OptimizerParamGroup> param_groups_;
   std::unique_ptr<OptimizerOptions> defaults_;
   std::unordered_map<const void*, ParamState> state_;
+
+ private:
+  // Expires with the optimizer: a step deferred by a compiled function's graph checks it.
+  std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);
 };
 
 // Declares optimizer `Name` with options `Name##Options` and libtorch's two constructors.

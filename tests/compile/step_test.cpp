@@ -192,6 +192,30 @@ TEST(CompiledStep, ReadingAParameterAfterTheStepRunsEagerly) {
   EXPECT_NE(err.find("reads a captured tensor after SGD::step"), std::string::npos) << err;
 }
 
+// The graph steps the optimizer it captured: once that one is destroyed, a call is a clear error
+// (not a step of freed memory), and reset() captures the function again with the new one.
+TEST(CompiledStep, AStepOfADestroyedOptimizerIsAnError) {
+  const Tensor w = tensor({1.0f, 2.0f}).requires_grad_();
+  auto opt = std::make_unique<optim::SGD>(std::vector<Tensor>{w}, optim::SGDOptions(0.5));
+  auto f = compile([&](const Tensor& x) {
+    opt->zero_grad();
+    (x * w).sum().backward();
+    opt->step();
+    return x;
+  });
+  f(tensor({1.0f, 1.0f}));
+  EXPECT_TRUE(allclose(w.detach(), tensor({0.5f, 1.5f})));
+  opt = std::make_unique<optim::SGD>(std::vector<Tensor>{w}, optim::SGDOptions(1.0));
+  f(tensor({1.0f, 1.0f}));  // a new graph: .grad was None, is now defined
+  EXPECT_TRUE(allclose(w.detach(), tensor({-0.5f, 0.5f})));
+  opt = std::make_unique<optim::SGD>(std::vector<Tensor>{w}, optim::SGDOptions(0.5));
+  const std::string err = error_of([&] { f(tensor({1.0f, 1.0f})); });
+  EXPECT_NE(err.find("no longer exists"), std::string::npos) << err;
+  compiler::reset();
+  f(tensor({1.0f, 1.0f}));
+  EXPECT_TRUE(allclose(w.detach(), tensor({-1.0f, 0.0f})));
+}
+
 // What the capture does not replay runs eagerly, with the reason under fullgraph.
 TEST(CompiledStep, WhatIsNotCapturedRunsEagerly) {
   const Tensor w = tensor({1.0f, 2.0f}).requires_grad_();
