@@ -9,29 +9,60 @@
 
 namespace kiln::nn::utils {
 
-double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
-                       bool error_if_nonfinite) {
-  NoGradGuard no_grad;
+namespace {
+
+std::vector<Tensor> grads_of(const std::vector<Tensor>& parameters) {
   std::vector<Tensor> grads;
   for (const Tensor& p : parameters)
     if (p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return 0;
-  double total = 0;
-  const bool inf = std::isinf(norm_type);
-  for (const Tensor& g : grads) {
-    const double n = norm(g.to(kFloat64), norm_type).item<double>();
-    total = inf ? std::max(total, n) : total + std::pow(n, norm_type);
-  }
-  if (!inf) total = std::pow(total, 1 / norm_type);
-  KILN_CHECK(!error_if_nonfinite || std::isfinite(total),
-             "clip_grad_norm_: the total norm of "
-             "order ",
-             norm_type, " for gradients from `parameters` is non-finite (", total,
+  return grads;
+}
+
+// In float64 whatever the tensors' dtype, so that the norm of many float32 values keeps its
+// digits. Callers make sure `tensors` is not empty.
+Tensor total_norm_f64(const std::vector<Tensor>& tensors, double norm_type) {
+  std::vector<Tensor> norms;
+  for (const Tensor& t : tensors) norms.push_back(norm(t.detach().to(kFloat64), norm_type));
+  return norm(stack(norms), norm_type);
+}
+
+void check_finite(double total, double norm_type) {
+  KILN_CHECK(std::isfinite(total), "clip_grad_norm_: the total norm of order ", norm_type,
+             " for gradients from `parameters` is non-finite (", total,
              "), so it cannot be clipped");
+}
+
+}  // namespace
+
+double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
+  NoGradGuard no_grad;
+  const std::vector<Tensor> grads = grads_of(parameters);
+  if (grads.empty()) return 0;
+  const double total = total_norm_f64(grads, norm_type).item<double>();
+  if (error_if_nonfinite) check_finite(total, norm_type);
   const double coef = max_norm / (total + 1e-6);
   if (coef < 1)
     for (const Tensor& g : grads) g.detach().mul_(coef);
   return total;
+}
+
+Tensor get_total_norm(const std::vector<Tensor>& tensors, double norm_type,
+                      bool error_if_nonfinite) {
+  NoGradGuard no_grad;
+  if (tensors.empty()) return zeros({});
+  const Tensor total = total_norm_f64(tensors, norm_type).to(tensors[0].dtype());
+  if (error_if_nonfinite) check_finite(total.item<double>(), norm_type);
+  return total;
+}
+
+void clip_grads_with_norm_(const std::vector<Tensor>& parameters, double max_norm,
+                           const Tensor& total_norm) {
+  NoGradGuard no_grad;
+  const std::vector<Tensor> grads = grads_of(parameters);
+  if (grads.empty()) return;
+  const Tensor coef = (max_norm / (total_norm.detach().to(kFloat64) + 1e-6)).clamp_max(1.0);
+  for (const Tensor& g : grads) g.detach().mul_(coef.to(g.dtype()));
 }
 
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) {

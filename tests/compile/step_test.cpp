@@ -68,6 +68,41 @@ TEST(CompiledStep, AnMlpsStepMatchesEager) {
     EXPECT_TRUE(allclose(compiled[i], eager[i], 1e-5, 1e-6)) << i << compiled[i] << eager[i];
 }
 
+// Gradient clipping without reading the norm (get_total_norm, clip_grads_with_norm_) stays in the
+// graph, and the step with it and AdamW matches eager.
+TEST(CompiledStep, ClippingTheGradientsIsCaptured) {
+  auto train = [](bool compiled) {
+    manual_seed(0);
+    nn::Sequential net(nn::Linear(6, 16), nn::GELU(), nn::Linear(16, 3));
+    optim::AdamW opt(net->parameters(), optim::AdamWOptions(0.05));
+    auto step = [&](const Tensor& x, const Tensor& y) {
+      opt.zero_grad();
+      Tensor loss = mse_loss(net->forward(x), y) * 100;  // so that the clipping clips
+      loss.backward();
+      std::vector<Tensor> grads;
+      for (const Tensor& p : net->parameters()) grads.push_back(p.grad());
+      const Tensor norm = nn::utils::get_total_norm(grads);
+      nn::utils::clip_grads_with_norm_(net->parameters(), 1.0, norm);
+      opt.step();
+      return norm;
+    };
+    auto compiled_step = compile(step, CompileOptions().fullgraph(true));
+    std::vector<Tensor> results;
+    manual_seed(1);
+    for (int i = 0; i < 4; ++i) {
+      const Tensor x = randn({8, 6}), y = randn({8, 3});
+      results.push_back(compiled ? compiled_step(x, y) : step(x, y));
+    }
+    EXPECT_GT(results[0].item<double>(), 1.0);
+    for (const Tensor& p : net->parameters()) results.push_back(p.detach());
+    results.push_back(net->parameters()[0].grad());
+    return results;
+  };
+  const std::vector<Tensor> eager = train(false), compiled = train(true);
+  for (size_t i = 0; i < eager.size(); ++i)
+    EXPECT_TRUE(allclose(compiled[i], eager[i], 1e-5, 1e-6)) << i << compiled[i] << eager[i];
+}
+
 TEST(CompiledStep, ZeroGradInPlaceThenBackward) {
   const Tensor w = tensor({1.0f, -1.0f}).requires_grad_();
   w.set_grad(tensor({5.0f, 5.0f}));

@@ -310,6 +310,38 @@ TEST(ClipGrad, NormAndValue) {
   EXPECT_DOUBLE_EQ(b[0].item<double>(), 9.0);
 }
 
+// clip_grad_norm_'s two halves, which read no value: the norm as a tensor, then the scaling.
+TEST(ClipGrad, TotalNormThenClipWithIt) {
+  Tensor a = kiln::tensor({3.0f, 0.0f}).requires_grad_();
+  Tensor b = kiln::tensor({-4.0f}).requires_grad_();
+  a.set_grad(kiln::tensor({3.0f, 0.0f}));
+  b.set_grad(kiln::tensor({-4.0f}));
+  const Tensor total = nn::utils::get_total_norm({a.grad(), b.grad()});
+  EXPECT_EQ(total.dim(), 0);
+  EXPECT_EQ(total.dtype(), kFloat32);
+  EXPECT_NEAR(total.item<double>(), 5.0, 1e-6);
+  EXPECT_NEAR(nn::utils::get_total_norm({a.grad(), b.grad()}, INFINITY).item<double>(), 4.0, 0);
+  EXPECT_NEAR(nn::utils::get_total_norm({a.grad(), b.grad()}, 1).item<double>(), 7.0, 1e-6);
+  EXPECT_EQ(nn::utils::get_total_norm({}).item<double>(), 0.0);
+
+  nn::utils::clip_grads_with_norm_({a, b}, 10.0, total);  // under max_norm: unchanged
+  EXPECT_EQ(b.grad()[0].item<float>(), -4.0f);
+  nn::utils::clip_grads_with_norm_({a, b}, 1.0, total);
+  EXPECT_NEAR(a.grad()[0].item<double>(), 3.0 / (5.0 + 1e-6), 1e-6);
+  EXPECT_NEAR(b.grad()[0].item<double>(), -4.0 / (5.0 + 1e-6), 1e-6);
+
+  b.set_grad(kiln::tensor({NAN}));
+  const std::string message = [&] {
+    try {
+      nn::utils::get_total_norm({a.grad(), b.grad()}, 2.0, /*error_if_nonfinite=*/true);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  EXPECT_NE(message.find("non-finite"), std::string::npos) << message;
+}
+
 // An optimizer step changes every parameter in place, so a graph that saved any of them (not only
 // the first of the fused op's list) refuses to run backward afterwards, as PyTorch's does.
 TEST(Optimizers, AStepBumpsTheVersionOfEveryParameter) {
