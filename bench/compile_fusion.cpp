@@ -115,16 +115,21 @@ void BM_CrossEntropy(benchmark::State& state) {
   run_case(state, cross_entropy, kiln::randn({4096, 4096}), kiln::randint(0, 4096, {4096}));
 }
 
-// A linear layer and its activation, gelu(x @ w + b), x [4096, 256], w [256, 1024] (the demo
-// GPT's MLP widths on 4096 tokens): variant 0 eager (the GEMM, then the bias add and gelu as two
-// passes), 1 compiled (the GEMM, then one fused pass for both), 2 the GEMM alone (the floor an
-// epilogue inside the GEMM's tiles would approach), 3 compiled with mode "max-autotune" (the
-// GEMM on the implementation timed fastest for it).
+// A linear layer and its activation, gelu(x @ w + b), at three shapes (argument "shape"):
+// 0 x [4096, 256] @ w [256, 1024] (the demo GPT's MLP widths on 4096 tokens), 1 [576, 64] @
+// [64, 256] (the demo GPT's MLP on its 64 x 9-token batch), 2 [256, 64] @ [64, 96] (under 2^21
+// multiply-adds: Kiln's own GEMM kernel by default). Variant 0 eager (the GEMM, then the bias add
+// and gelu as two passes), 1 compiled (by default the epilogue runs inside the GEMM's panels where
+// Kiln's kernel computes it, else one fused pass after it), 2 the GEMM alone, 3 compiled with mode
+// "max-autotune" (each GEMM on the implementation timed fastest, and its epilogue inside or after
+// it, as timed).
+constexpr int64_t kLinearShapes[3][3] = {{4096, 256, 1024}, {576, 64, 256}, {256, 64, 96}};
 Tensor linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b) {
   return kiln::gelu(x.matmul(w) + b);
 }
 void BM_LinearGelu(benchmark::State& state) {
-  const Tensor x = kiln::randn({4096, 256}), w = kiln::randn({256, 1024}), b = kiln::randn({1024});
+  const auto& [m, k, n] = kLinearShapes[state.range(1)];
+  const Tensor x = kiln::randn({m, k}), w = kiln::randn({k, n}), b = kiln::randn({n});
   auto f = kiln::compile(linear_gelu);
   auto tuned = kiln::compile(linear_gelu, kiln::CompileOptions().mode("max-autotune"));
   for (auto _ : state) {
@@ -237,11 +242,8 @@ BENCHMARK(BM_CrossEntropy)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_LinearGelu)
-    ->ArgName("variant")
-    ->Arg(0)
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(3)
+    ->ArgNames({"variant", "shape"})
+    ->ArgsProduct({{0, 1, 2, 3}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_GptForward)

@@ -136,14 +136,15 @@ def main():
         ("channel variance [64, 64, 32, 32]", channel_variance,
          (torch.randn(64, 64, 32, 32), torch.randn(64, 1, 1))),
     ]
-    xl, wl, bl = torch.randn(4096, 256), torch.randn(256, 1024), torch.randn(1024)
-    cases.append(("gelu(x@w+b) [4096, 256] @ [256, 1024]", linear_gelu, (xl, wl, bl)))
-    gemm = per_call(lambda: xl @ wl, loop_seconds=0.5, repeats=5)
-    print(f"x@w alone [4096, 256] @ [256, 1024]: {gemm * 1e3:.2f} ms")
+    for m, k, n in [(4096, 256, 1024), (576, 64, 256), (256, 64, 96)]:
+        xl, wl, bl = torch.randn(m, k), torch.randn(k, n), torch.randn(n)
+        cases.append((f"gelu(x@w+b) [{m}, {k}] @ [{k}, {n}]", linear_gelu, (xl, wl, bl)))
+        gemm = per_call(lambda: xl @ wl, loop_seconds=0.5, repeats=5)
+        print(f"x@w alone [{m}, {k}] @ [{k}, {n}]: {gemm * 1e3:.3f} ms")
     for name, fn, args in cases:
         eager = per_call(fn, *args, loop_seconds=0.5, repeats=5)
         compiled = per_call(torch.compile(fn), *args, loop_seconds=0.5, repeats=5)
-        print(f"{name}: eager {eager * 1e3:.2f} ms, torch.compile {compiled * 1e3:.2f} ms")
+        print(f"{name}: eager {eager * 1e3:.3f} ms, torch.compile {compiled * 1e3:.3f} ms")
     model = GPT().eval()
     idx = torch.randint(0, 12, (16, 8))
     with torch.no_grad():

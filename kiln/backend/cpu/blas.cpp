@@ -284,6 +284,19 @@ void kiln_float_gemm(const GemmArgs& g) {
   small_float_gemm(dense);
 }
 
+// The panels of kiln_gemm_by_panels: at most about 32K floats of C (L2-resident while the
+// epilogue reads them), as many for each thread, a whole number of the kernel's 8-row blocks.
+int64_t panel_rows(const GemmArgs& g) {
+  const int64_t per_thread = (g.m + num_threads() - 1) / num_threads();
+  const int64_t cached = std::max<int64_t>(8, 32768 / std::max<int64_t>(g.n, 1));
+  const int64_t panels_per_thread = (per_thread + cached - 1) / cached;
+  const int64_t rows = (per_thread + panels_per_thread - 1) / panels_per_thread;
+  return std::min((rows + 7) / 8 * 8, g.m);
+}
+
+// float32 products of at least this many multiply-adds go to oneDNN (dispatch_gemm).
+constexpr int64_t kOneDnnMinWork = int64_t{1} << 21;
+
 // Products of at most this many multiply-adds per matrix skip BLAS/oneDNN: the call (and, for
 // 16-bit floats, the conversions) cost more than the arithmetic.
 constexpr int64_t kTinyGemmWork = 32;
@@ -302,7 +315,6 @@ void dispatch_gemm(const GemmArgs& g) {
     // build. Below that, waking oneDNN's threads costs more (80 us for a 32 x 32 product) than
     // the arithmetic, and Kiln's own vector kernel takes it.
     // max-autotune times all three per product (kiln/compile/codegen/gemm_autotune.h).
-    constexpr int64_t kOneDnnMinWork = int64_t{1} << 21;
     if constexpr (std::is_same_v<T, float>) {
       const bool large = g.m * g.n * g.k >= kOneDnnMinWork;
       if (large && onednn::matmul(g)) return;
@@ -373,6 +385,68 @@ bool gemm_with(GemmImpl impl, const GemmArgs& g) {
       return true;
   }
   return false;
+}
+
+bool is_kiln_gemm_default(const GemmArgs& g) {
+  return g.dtype == kFloat32 && g.k > 0 && g.m * g.n * g.k < kOneDnnMinWork;
+}
+
+bool kiln_gemm_by_panels(const GemmArgs& g, PanelFn after_panel, void* ctx) {
+  if (g.dtype != kFloat32 || g.ldc != g.n || (g.batch > 1 && g.c_batch_stride != g.m * g.n))
+    return false;
+  if (g.batch == 0 || g.m == 0 || g.n == 0) return true;
+  // B packed in strips of kStrip columns, each k x kStrip dense: the kernel then streams B in
+  // order, whatever B's layout (a linear layer's weight is transposed).
+  constexpr int64_t kStrip = 32;
+  const int64_t copies = g.b.batch_stride == 0 ? 1 : g.batch;
+  const int64_t strips = (g.n + kStrip - 1) / kStrip;
+  Owned<float> packed;
+  packed.reset(copies * g.k * g.n);
+  const float* b = static_cast<const float*>(g.b.data);
+  parallel_for(0, copies * strips, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t copy = t / strips, j0 = (t % strips) * kStrip;
+      const int64_t w = std::min(kStrip, g.n - j0);
+      const float* src = b + copy * g.b.batch_stride + j0 * g.b.col_stride;
+      float* dst = packed.get() + copy * g.k * g.n + j0 * g.k;
+      for (int64_t p = 0; p < g.k; ++p)
+        for (int64_t j = 0; j < w; ++j)
+          dst[p * w + j] = src[p * g.b.row_stride + j * g.b.col_stride];
+    }
+  });
+  const int64_t rows = panel_rows(g), panels = (g.m + rows - 1) / rows;
+  const float* a = static_cast<const float*>(g.a.data);
+  float* c = static_cast<float*>(g.c);
+  const int64_t grain =
+      std::max<int64_t>(1, kSingleThreadedGemmWork / std::max<int64_t>(rows * g.n * g.k, 1));
+  parallel_for(0, g.batch * panels, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t bi = t / panels, row = (t % panels) * rows, row_end = std::min(g.m, row + rows);
+      float* cm = c + bi * g.m * g.n;
+      if (g.k == 0) {
+        for (int64_t i = row * g.n; i < row_end * g.n; ++i)
+          cm[i] = g.beta == 0 ? 0.0f : static_cast<float>(g.beta) * cm[i];
+      }
+      for (int64_t j0 = 0; g.k > 0 && j0 < g.n; j0 += kStrip) {
+        const int64_t w = std::min(kStrip, g.n - j0);
+        const SmallGemm strip{g.m,
+                              w,
+                              g.k,
+                              a + bi * g.a.batch_stride,
+                              g.a.row_stride,
+                              g.a.col_stride,
+                              packed.get() + (copies == 1 ? 0 : bi) * g.k * g.n + j0 * g.k,
+                              w,
+                              cm + j0,
+                              g.ldc,
+                              static_cast<float>(g.alpha),
+                              static_cast<float>(g.beta)};
+        small_sgemm_rows(strip, row, row_end);
+      }
+      after_panel(ctx, bi * g.m + row, bi * g.m + row_end);
+    }
+  });
+  return true;
 }
 
 GemmInterceptor set_gemm_interceptor(GemmInterceptor interceptor) {

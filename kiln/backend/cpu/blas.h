@@ -42,6 +42,16 @@ const char* to_string(GemmImpl impl);
 std::vector<GemmImpl> gemm_candidates(const GemmArgs& args);
 // Runs `args` with `impl`; false, having computed nothing, where impl cannot.
 bool gemm_with(GemmImpl impl, const GemmArgs& args);
+// Whether gemm() runs a product on Kiln's register-blocked kernel when nothing intercepts it
+// (float32 under 2^21 multiply-adds).
+bool is_kiln_gemm_default(const GemmArgs& args);
+// Runs `args` on Kiln's register-blocked kernel in panels of whole rows of C, viewed as batch*m
+// rows of n, calling after_panel(ctx, row_begin, row_end) on the thread that computed each panel
+// right after it, while it is in cache: the compiler applies a GEMM's epilogue there
+// (kiln/compile/codegen/gemm_epilogue.h). False, having computed nothing, unless args is float32
+// with its C matrices dense and one after another (ldc == n, c_batch_stride == m * n).
+using PanelFn = void (*)(void* ctx, int64_t row_begin, int64_t row_end);
+bool kiln_gemm_by_panels(const GemmArgs& args, PanelFn after_panel, void* ctx);
 // A function gemm() asks first, on this thread, while it is set; it returns true when it ran the
 // product. Returns the one it replaces.
 using GemmInterceptor = bool (*)(const GemmArgs& args);

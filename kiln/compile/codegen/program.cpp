@@ -1,5 +1,7 @@
 #include "kiln/compile/codegen/program.h"
 
+#include <optional>
+
 #include "kiln/compile/codegen/gemm_autotune.h"
 
 #include "kiln/backend/cpu/cpu_capability.h"
@@ -101,10 +103,16 @@ CodegenProgram::CodegenProgram(const Graph& graph, bool autotune)
   library_ = load_kernels(unit_.source, level);
   for (const KernelSource& k : unit_.kernels)
     kernels_.push_back(reinterpret_cast<KilnKernelFn>(library_->symbol(k.symbol)));
+  epilogues_ = find_gemm_epilogues(graph, schedule_, unit_);
+  for (const GemmEpilogue& e : epilogues_)
+    log(LogKind::Fusion,
+        "kernel " + std::to_string(e.kernel) + " may run inside the product %" +
+            std::to_string(graph.nodes[schedule_.steps[e.gemm_step].index].outputs[0]));
 }
 
-void CodegenProgram::run_kernel(int k, std::vector<Tensor>& values,
-                                std::span<const int64_t> symbols) const {
+std::vector<char*> CodegenProgram::kernel_buffers(int k, std::vector<Tensor>& values,
+                                                  std::span<const int64_t> symbols,
+                                                  int pending) const {
   const FusedKernel& fk = schedule_.kernels[k];
   const KernelSource& ks = unit_.kernels[k];
   for (int id : fk.stores) {
@@ -114,6 +122,10 @@ void CodegenProgram::run_kernel(int k, std::vector<Tensor>& values,
   std::vector<char*> buffers;
   buffers.reserve(ks.buffers.size());
   for (int id : ks.buffers) {
+    if (id == pending) {
+      buffers.push_back(nullptr);
+      continue;
+    }
     const Tensor& t = values[id];
     const Value& v = graph_.values[id];
     // The kernel was generated for the strides the trace saw; the guards promise them.
@@ -126,8 +138,22 @@ void CodegenProgram::run_kernel(int k, std::vector<Tensor>& values,
     }
     buffers.push_back(static_cast<char*>(t.data_ptr()));
   }
+  return buffers;
+}
+
+std::vector<int64_t> CodegenProgram::kernel_params(int k, std::span<const int64_t> symbols) const {
+  const KernelSource& ks = unit_.kernels[k];
   std::vector<int64_t> params(ks.params.size());
   for (size_t i = 0; i < params.size(); ++i) params[i] = ks.params[i].evaluate(symbols);
+  return params;
+}
+
+void CodegenProgram::run_kernel(int k, std::vector<Tensor>& values,
+                                std::span<const int64_t> symbols) const {
+  const FusedKernel& fk = schedule_.kernels[k];
+  const KernelSource& ks = unit_.kernels[k];
+  std::vector<char*> buffers = kernel_buffers(k, values, symbols);
+  const std::vector<int64_t> params = kernel_params(k, symbols);
   const RowReduction::Nll* nll = fk.row && fk.row->nll ? &*fk.row->nll : nullptr;
   std::vector<double> per_row;
   int64_t rows = 1;
@@ -163,12 +189,26 @@ std::vector<Tensor> CodegenProgram::run(std::vector<Tensor> inputs,
 void CodegenProgram::run_steps(std::vector<Tensor>& values,
                                std::span<const int64_t> symbols) const {
   std::vector<Tensor> args;
+  auto epilogue = epilogues_.begin();
+  std::optional<GemmEpilogueRun> inside;  // the product step's run, until its kernel's step
   for (size_t i = 0; i < schedule_.steps.size(); ++i) {
     const Step& s = schedule_.steps[i];
-    if (s.is_kernel)
-      run_kernel(s.index, values, symbols);
-    else
+    const int step = static_cast<int>(i);
+    if (s.is_kernel) {
+      const bool ran =
+          inside && epilogue[-1].kernel_step == step && inside->done(values[epilogue[-1].read]);
+      if (!ran) run_kernel(s.index, values, symbols);
+      if (inside && epilogue[-1].kernel_step == step) inside.reset();
+    } else if (epilogue != epilogues_.end() && epilogue->gemm_step == step) {
+      const int k = epilogue->kernel;
+      inside.emplace(*epilogue, kernels_[k], library_->path() + ":" + unit_.kernels[k].symbol,
+                     kernel_buffers(k, values, symbols, epilogue->read), kernel_params(k, symbols),
+                     &kRuntime, autotune_);
+      ++epilogue;
+      inside->run_product([&] { run_node(graph_, graph_.nodes[s.index], values, symbols, args); });
+    } else {
       run_node(graph_, graph_.nodes[s.index], values, symbols, args);
+    }
     for (int id : last_read_by_[i]) values[id] = Tensor();
   }
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/compile/codegen/cpp_codegen.h"
+#include "kiln/compile/codegen/gemm_epilogue.h"
 #include "kiln/compile/codegen/kernel_cache.h"
 #include "kiln/compile/codegen/runtime.h"
 
@@ -29,6 +30,11 @@ class CodegenProgram {
 
  private:
   void run_kernel(int k, std::vector<Tensor>& values, std::span<const int64_t> symbols) const;
+  // Allocates kernel k's stores and returns its buffers (`pending`, a value not computed yet, as
+  // null) and size parameters.
+  std::vector<char*> kernel_buffers(int k, std::vector<Tensor>& values,
+                                    std::span<const int64_t> symbols, int pending = -1) const;
+  std::vector<int64_t> kernel_params(int k, std::span<const int64_t> symbols) const;
   void run_steps(std::vector<Tensor>& values, std::span<const int64_t> symbols) const;
 
   const Graph& graph_;
@@ -38,6 +44,7 @@ class CodegenProgram {
   std::shared_ptr<SharedObject> library_;
   std::vector<KilnKernelFn> kernels_;
   std::vector<std::vector<int>> last_read_by_;  // per step: the values no later step reads
+  std::vector<GemmEpilogue> epilogues_;         // products whose next kernel runs inside them
 };
 
 }  // namespace kiln::compiler
