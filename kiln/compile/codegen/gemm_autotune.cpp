@@ -120,8 +120,15 @@ cpu::GemmImpl tune(const cpu::GemmArgs& g, const std::vector<cpu::GemmImpl>& can
 }
 
 bool run_tuned(const cpu::GemmArgs& g) {
+  const std::optional<cpu::GemmImpl> impl = tuned_gemm_impl(g);
+  return impl && cpu::gemm_with(*impl, g);
+}
+
+}  // namespace
+
+std::optional<cpu::GemmImpl> tuned_gemm_impl(const cpu::GemmArgs& g) {
   const std::vector<cpu::GemmImpl> candidates = cpu::gemm_candidates(g);
-  if (candidates.size() < 2) return false;
+  if (candidates.size() < 2) return std::nullopt;
   const std::string key = key_of(g);
   Table& t = table();
   cpu::GemmImpl impl;
@@ -143,10 +150,8 @@ bool run_tuned(const cpu::GemmArgs& g) {
       }
     }
   }
-  return cpu::gemm_with(impl, g);
+  return impl;
 }
-
-}  // namespace
 
 GemmAutotuneScope::GemmAutotuneScope() : previous_(cpu::set_gemm_interceptor(&run_tuned)) {}
 

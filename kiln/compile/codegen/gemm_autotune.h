@@ -5,6 +5,7 @@
 // real sizes and layout, and runs with the fastest from then on. Choices are kept in memory and
 // in $KILN_CACHE_DIR/autotune (per CPU and thread count), so another process reuses them.
 #include <cstdint>
+#include <optional>
 
 #include "kiln/backend/cpu/blas.h"
 
@@ -22,6 +23,10 @@ class GemmAutotuneScope {
  private:
   cpu::GemmInterceptor previous_;
 };
+
+// The implementation a GemmAutotuneScope runs `args` with, timing the candidates first where it
+// has no choice for it; counted in the stats as one product. nullopt where there is one path only.
+std::optional<cpu::GemmImpl> tuned_gemm_impl(const cpu::GemmArgs& args);
 
 struct GemmAutotuneStats {
   int64_t tuned = 0;        // products timed in this process

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "kiln/backend/cpu/parallel.h"
+#include "kiln/compile/codegen/gemm_autotune.h"
 #include "kiln/compile/logs.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/registry.h"
@@ -148,9 +149,13 @@ bool GemmEpilogueRun::intercept(const cpu::GemmArgs& g) {
   GemmEpilogueRun& run = *active_run;
   // Only the step's first product is the one the kernel reads (an op making several would be
   // caught by done()).
-  if (++run.calls_ == 1 && run.inside(g)) {
-    run.ran_ = run.by_panels(g, static_cast<char*>(g.c));
-    if (run.ran_) return true;
+  if (++run.calls_ == 1) {
+    if (run.inside(g)) {
+      run.ran_ = run.by_panels(g, static_cast<char*>(g.c));
+      if (run.ran_) return true;
+    }
+    // max-autotune has looked the product's implementation up once for this call already.
+    if (run.tuned_) return cpu::gemm_with(*run.tuned_, g);
   }
   return run.previous_ && run.previous_(g);
 }
@@ -189,6 +194,7 @@ double GemmEpilogueRun::seconds(const std::function<void()>& f) const {
 bool GemmEpilogueRun::inside(const cpu::GemmArgs& g) {
   if (g.dtype != kFloat32) return false;
   if (!autotune_) return cpu::is_kiln_gemm_default(g);
+  tuned_ = tuned_gemm_impl(g);
   std::ostringstream key;
   key << g.batch << "x" << g.m << "x" << g.n << "x" << g.k << " a " << g.a.row_stride << ","
       << g.a.col_stride << " b " << g.b.row_stride << "," << g.b.col_stride << " threads "
@@ -208,9 +214,11 @@ bool GemmEpilogueRun::inside(const cpu::GemmArgs& g) {
   const double inside_s = seconds([&] { by_panels(trial, c); });
   const bool can = !failed_.load();
   const double after_s = seconds([&] {
-    const cpu::GemmInterceptor self = cpu::set_gemm_interceptor(previous_);
-    cpu::gemm(trial);
-    cpu::set_gemm_interceptor(self);
+    if (!tuned_ || !cpu::gemm_with(*tuned_, trial)) {
+      const cpu::GemmInterceptor self = cpu::set_gemm_interceptor(nullptr);
+      cpu::gemm(trial);
+      cpu::set_gemm_interceptor(self);
+    }
     kernel_(buffers_.data(), params_.data(), runtime_);
   });
   failed_.store(false);

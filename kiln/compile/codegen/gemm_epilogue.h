@@ -9,6 +9,7 @@
 // process.
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,7 @@ class GemmEpilogueRun {
   const KilnKernelRuntime* runtime_;
   bool autotune_;
   cpu::GemmInterceptor previous_ = nullptr;
+  std::optional<cpu::GemmImpl> tuned_;  // max-autotune's implementation for the product
   int calls_ = 0;
   bool ran_ = false;
   std::atomic<bool> failed_{false};
