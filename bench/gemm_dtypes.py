@@ -1,5 +1,6 @@
-"""Square matrix products on the CPU in float32, bfloat16 and float16, Kiln against PyTorch in
-one run: GFLOP/s of each, and each 16-bit rate against the same library's float32 rate.
+"""Square matrix products on the CPU in float32, bfloat16, float16 and int8 into int32
+(torch._int_mm), Kiln against PyTorch in one run: GFLOP/s (GOP/s for int8) of each, and each
+rate against the same library's float32 rate.
 
     python3 bench/gemm_dtypes.py build/bench/gemm_dtypes
 """
@@ -12,17 +13,22 @@ import torch
 
 
 def torch_ms(dtype, n):
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-    a @ b
+    if dtype == torch.int8:
+        a, b = torch.randint(-128, 128, (n, n), dtype=torch.int8), torch.randint(-128, 128, (n, n), dtype=torch.int8)
+        product = lambda: torch._int_mm(a, b)
+    else:
+        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+        product = lambda: a @ b
+    product()
     start = time.perf_counter()
-    a @ b
+    product()
     probe = time.perf_counter() - start
     calls = max(1, int(0.2 / max(probe, 1e-6)))
     times = []
     for _ in range(7 if probe < 0.5 else 1):  # torch's float16 [2048]^2 takes a minute
         start = time.perf_counter()
         for _ in range(calls):
-            a @ b
+            product()
         times.append((time.perf_counter() - start) / calls * 1e3)
     return statistics.median(times)
 
@@ -33,7 +39,8 @@ def main():
                                check=True).stdout.splitlines():
         name, n, ms = line.split()
         kiln[(name, int(n))] = float(ms)
-    dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
+              "int8": torch.int8}
     ref = {key: torch_ms(dtypes[key[0]], key[1]) for key in kiln}
     gflops = lambda n, ms: 2 * n**3 / (ms * 1e-3) / 1e9
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")

@@ -15,6 +15,8 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const S
              const Scalar& alpha = 1);
 Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2,
                const Scalar& beta = 1, const Scalar& alpha = 1);
+// int8 [m, k] @ int8 [k, n] -> int32 [m, n] (PyTorch's torch._int_mm).
+Tensor _int_mm(const Tensor& self, const Tensor& mat2);
 Tensor dot(const Tensor& self, const Tensor& other);
 Tensor outer(const Tensor& self, const Tensor& vec2);
 Tensor ger(const Tensor& self, const Tensor& vec2);  // the old name of outer

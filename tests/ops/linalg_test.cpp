@@ -12,6 +12,7 @@
 #include "kiln/kiln.h"
 #include "kiln/ops/linalg/util.h"
 #include "kiln/ops/samples.h"
+#include "tests/compile/cache_dir.h"
 
 namespace kiln {
 namespace {
@@ -442,6 +443,39 @@ TEST(Blas, OneDnnMatmulAgreesWithOpenBlasOnFloat32) {
   g.beta = 0.5;
   ASSERT_TRUE(cpu::onednn::matmul(g));
   expect_close(c, want, 1e-4, 1e-5);
+}
+
+// _int_mm's sums reach past int16 and, at k = 1024 with -128 * -128, 2^24: both implementations
+// (oneDNN's s8 x s8 -> s32 matmul where it has one, Kiln's int32 loop) give the exact int32 sums.
+TEST(IntMm, ExactInt32SumsOnEveryImplementation) {
+  const Tensor a = full({8, 1024}, -128, TensorOptions(kInt8));
+  const Tensor b = full({1024, 40}, -128, TensorOptions(kInt8));
+  const Tensor got = _int_mm(a, b);
+  EXPECT_EQ(got.dtype(), kInt32);
+  EXPECT_TRUE(equal(got, full({8, 40}, 16777216, TensorOptions(kInt32))));
+  const Tensor x = make({37, 70}, kInt8, -128, 128), w = make({53, 70}, kInt8, -128, 128);
+  const Tensor want = naive_matmul(x, w.t()).to(kInt32);
+  cpu::GemmArgs g;
+  g.dtype = kInt8;
+  g.c_dtype = kInt32;
+  g.m = 37;
+  g.n = 53;
+  g.k = 70;
+  g.a = linalg::matrix_ref(x);
+  g.b = linalg::matrix_ref(w.t());
+  for (cpu::GemmImpl impl : {cpu::GemmImpl::OneDnn, cpu::GemmImpl::Kiln}) {
+    if (impl == cpu::GemmImpl::OneDnn && !cpu::onednn::has_matmul(kInt8)) continue;
+    Tensor c = full({37, 53}, 7, TensorOptions(kInt32));
+    g.c = c.data_ptr();
+    g.ldc = 53;
+    ASSERT_TRUE(cpu::gemm_with(impl, g)) << cpu::to_string(impl);
+    EXPECT_TRUE(equal(c, want)) << cpu::to_string(impl);
+  }
+  EXPECT_TRUE(equal(_int_mm(x, w.t()), want));
+  const CacheDir cache;  // max-autotune times the implementations on an int32 scratch output
+  auto tuned = compile([](const Tensor& a, const Tensor& b) { return _int_mm(a, b); },
+                       CompileOptions().mode("max-autotune"));
+  EXPECT_TRUE(equal(tuned(x, w.t()), want));
 }
 
 }  // namespace

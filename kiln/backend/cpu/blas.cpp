@@ -297,6 +297,33 @@ int64_t panel_rows(const GemmArgs& g) {
 // float32 products of at least this many multiply-adds go to oneDNN (dispatch_gemm).
 constexpr int64_t kOneDnnMinWork = int64_t{1} << 21;
 
+// _int_mm's product where oneDNN has none: int8 operands, int32 sums (wrapping as C's int32
+// does), rows in parallel; with B's rows contiguous the inner loop vectorises.
+void int8_gemm(const GemmArgs& g) {
+  const auto* a = static_cast<const int8_t*>(g.a.data);
+  const auto* b = static_cast<const int8_t*>(g.b.data);
+  auto* c = static_cast<int32_t*>(g.c);
+  parallel_for(
+      0, g.batch * g.m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n * g.k, 1)),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t bi = r / g.m, i = r % g.m;
+          const int8_t* arow = a + bi * g.a.batch_stride + i * g.a.row_stride;
+          const int8_t* bmat = b + bi * g.b.batch_stride;
+          auto* crow = reinterpret_cast<uint32_t*>(c + bi * g.c_batch_stride + i * g.ldc);
+          std::fill(crow, crow + g.n, 0u);
+          for (int64_t p = 0; p < g.k; ++p) {
+            const auto x = static_cast<uint32_t>(static_cast<int32_t>(arow[p * g.a.col_stride]));
+            const int8_t* brow = bmat + p * g.b.row_stride;
+            for (int64_t j = 0; j < g.n; ++j)
+              crow[j] += x * static_cast<uint32_t>(static_cast<int32_t>(brow[j * g.b.col_stride]));
+          }
+        }
+      });
+}
+
+bool is_int_mm(const GemmArgs& g) { return g.dtype == kInt8 && g.c_dtype == kInt32; }
+
 // Products of at most this many multiply-adds per matrix skip BLAS/oneDNN: the call (and, for
 // 16-bit floats, the conversions) cost more than the arithmetic.
 constexpr int64_t kTinyGemmWork = 32;
@@ -346,6 +373,9 @@ const char* to_string(GemmImpl impl) {
 
 std::vector<GemmImpl> gemm_candidates(const GemmArgs& g) {
   if (g.k == 0 || g.m * g.n * g.k <= kTinyGemmWork) return {};
+  if (is_int_mm(g))
+    return onednn::has_matmul(kInt8) ? std::vector<GemmImpl>{GemmImpl::OneDnn, GemmImpl::Kiln}
+                                     : std::vector<GemmImpl>{};
   switch (g.dtype) {
     case kFloat32: {
       std::vector<GemmImpl> c = {GemmImpl::OpenBlas, GemmImpl::Kiln};
@@ -363,6 +393,12 @@ std::vector<GemmImpl> gemm_candidates(const GemmArgs& g) {
 
 bool gemm_with(GemmImpl impl, const GemmArgs& g) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return true;
+  if (is_int_mm(g)) {
+    if (impl == GemmImpl::OneDnn) return onednn::matmul(g);
+    if (impl != GemmImpl::Kiln) return false;
+    int8_gemm(g);
+    return true;
+  }
   const bool f32 = g.dtype == kFloat32, half = g.dtype == kBFloat16 || g.dtype == kFloat16;
   switch (impl) {
     case GemmImpl::OpenBlas:
@@ -457,6 +493,12 @@ GemmInterceptor set_gemm_interceptor(GemmInterceptor interceptor) {
 void gemm(const GemmArgs& g) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
   if (gemm_interceptor && gemm_interceptor(g)) return;
+  if (g.c_dtype != ScalarType::Undefined && g.c_dtype != g.dtype) {
+    KILN_CHECK(is_int_mm(g) && g.alpha == 1 && g.beta == 0,
+               "matmul: internal error: no product of ", g.dtype, " into ", g.c_dtype);
+    if (!onednn::matmul(g)) int8_gemm(g);
+    return;
+  }
   visit_numeric(g.dtype, "matmul", [&](auto tag) { dispatch_gemm<decltype(tag)>(g); });
 }
 

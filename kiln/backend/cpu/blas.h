@@ -22,13 +22,18 @@ struct MatrixRef {
 // C[b] = alpha * A[b] @ B[b] + beta * C[b] for b < batch, with A[b] m x k, B[b] k x n and C[b]
 // m x n row-major (leading dimension ldc, batch stride c_batch_stride). As in BLAS, beta == 0
 // ignores C's previous contents (NaN and inf included).
+//
+// int8 operands with an int32 C (c_dtype kInt32, alpha 1, beta 0) are _int_mm's product: oneDNN's
+// s8 x s8 -> s32 matmul (VNNI where the CPU has it), else a loop accumulating in int32.
 struct GemmArgs {
   ScalarType dtype = ScalarType::Undefined;
+  ScalarType c_dtype = ScalarType::Undefined;  // C's dtype where it is not `dtype`
   int64_t batch = 1, m = 0, n = 0, k = 0;
   MatrixRef a, b;
   void* c = nullptr;
   int64_t c_batch_stride = 0, ldc = 0;
   double alpha = 1, beta = 0;
+  ScalarType out_dtype() const { return c_dtype == ScalarType::Undefined ? dtype : c_dtype; }
 };
 void gemm(const GemmArgs& args);
 

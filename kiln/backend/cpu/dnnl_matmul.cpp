@@ -22,6 +22,10 @@ std::optional<DnnlType> dnnl_type(ScalarType t) {
       return DnnlType::bf16;
     case kFloat16:
       return DnnlType::f16;
+    case kInt8:
+      return DnnlType::s8;
+    case kInt32:
+      return DnnlType::s32;
     default:
       return std::nullopt;
   }
@@ -51,14 +55,14 @@ dnnl::memory::desc matrix_desc(DnnlType type, int64_t batch, int64_t rows, int64
 }
 
 std::optional<dnnl::matmul::primitive_desc> make_primitive_desc(const GemmArgs& g) {
-  std::optional<DnnlType> type = dnnl_type(g.dtype);
-  if (!type) return std::nullopt;
+  std::optional<DnnlType> type = dnnl_type(g.dtype), c_type = dnnl_type(g.out_dtype());
+  if (!type || !c_type || g.dtype == kInt32) return std::nullopt;
   try {
     dnnl::memory::desc a = matrix_desc(*type, g.batch, g.m, g.k, g.a);
     dnnl::memory::desc b = matrix_desc(*type, g.batch, g.k, g.n, g.b);
     dnnl::memory::dims c_strides = {g.batch == 1 ? g.m * g.ldc : g.c_batch_stride,
                                     g.m == 1 ? std::max<int64_t>(g.n, 1) : g.ldc, 1};
-    dnnl::memory::desc c({g.batch, g.m, g.n}, *type, c_strides);
+    dnnl::memory::desc c({g.batch, g.m, g.n}, *c_type, c_strides);
     dnnl::primitive_attr attr;
     if (g.alpha != 1) attr.set_output_scales(0, {static_cast<float>(g.alpha)});
     if (g.beta != 0) {
@@ -83,11 +87,11 @@ struct Matmul {
   dnnl::matmul primitive;
 };
 std::optional<Matmul> cached_primitive(const GemmArgs& g) {
-  using Key = std::pair<std::array<int64_t, 13>, std::array<double, 2>>;
-  const Key key = {
-      {static_cast<int64_t>(g.dtype), g.batch, g.m, g.n, g.k, g.a.row_stride, g.a.col_stride,
-       g.a.batch_stride, g.b.row_stride, g.b.col_stride, g.b.batch_stride, g.c_batch_stride, g.ldc},
-      {g.alpha, g.beta}};
+  using Key = std::pair<std::array<int64_t, 14>, std::array<double, 2>>;
+  const Key key = {{static_cast<int64_t>(g.dtype), static_cast<int64_t>(g.out_dtype()), g.batch,
+                    g.m, g.n, g.k, g.a.row_stride, g.a.col_stride, g.a.batch_stride, g.b.row_stride,
+                    g.b.col_stride, g.b.batch_stride, g.c_batch_stride, g.ldc},
+                   {g.alpha, g.beta}};
   static std::mutex mutex;
   static std::map<Key, std::optional<Matmul>> cache;
   constexpr size_t kCapacity = 1024;
@@ -110,6 +114,7 @@ bool has_matmul(ScalarType dtype) {
   if (v == kUnknown) {
     GemmArgs probe;
     probe.dtype = dtype;
+    if (dtype == kInt8) probe.c_dtype = kInt32;  // _int_mm's product
     probe.m = probe.n = probe.k = 16;
     probe.a = {nullptr, 256, 16, 1};
     probe.b = {nullptr, 256, 16, 1};

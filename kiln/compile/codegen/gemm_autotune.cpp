@@ -29,9 +29,11 @@ char layout(const cpu::MatrixRef& r) {
 // What a choice depends on: dtype, sizes, the operands' layouts, and the threads it may use.
 std::string key_of(const cpu::GemmArgs& g) {
   std::ostringstream k;
-  k << g.dtype << " " << g.batch << "x" << g.m << "x" << g.n << "x" << g.k << " " << layout(g.a)
-    << layout(g.b) << (g.a.batch_stride == 0 ? "A" : "") << (g.b.batch_stride == 0 ? "B" : "")
-    << " threads " << cpu::num_threads();
+  k << g.dtype;
+  if (g.out_dtype() != g.dtype) k << "->" << g.out_dtype();
+  k << " " << g.batch << "x" << g.m << "x" << g.n << "x" << g.k << " " << layout(g.a) << layout(g.b)
+    << (g.a.batch_stride == 0 ? "A" : "") << (g.b.batch_stride == 0 ? "B" : "") << " threads "
+    << cpu::num_threads();
   return k.str();
 }
 
@@ -98,7 +100,7 @@ double seconds_of(cpu::GemmImpl impl, const cpu::GemmArgs& g) {
 cpu::GemmImpl tune(const cpu::GemmArgs& g, const std::vector<cpu::GemmImpl>& candidates,
                    const std::string& key) {
   cpu::GemmArgs trial = g;
-  const Tensor scratch = empty({g.batch * g.m * g.n}, TensorOptions(g.dtype));
+  const Tensor scratch = empty({g.batch * g.m * g.n}, TensorOptions(g.out_dtype()));
   trial.c = scratch.data_ptr();
   trial.ldc = g.n;
   trial.c_batch_stride = g.m * g.n;
