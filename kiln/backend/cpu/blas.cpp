@@ -214,33 +214,40 @@ LoopAcc<T> scalar_acc(double v) {
     return static_cast<LoopAcc<T>>(v);
 }
 
+// Calls row(a_row, b_matrix, c_row) for every row of C of every matrix of the batch, rows in
+// parallel: the frame of the plain loop kernels below.
+template <class A, class C, class Row>
+void for_each_c_row(const GemmArgs& g, const Row& row) {
+  const A* a = static_cast<const A*>(g.a.data);
+  const A* b = static_cast<const A*>(g.b.data);
+  C* c = static_cast<C*>(g.c);
+  parallel_for(0, g.batch * g.m,
+               std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n * g.k, 1)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r) {
+                   const int64_t bi = r / g.m, i = r % g.m;
+                   row(a + bi * g.a.batch_stride + i * g.a.row_stride, b + bi * g.b.batch_stride,
+                       c + bi * g.c_batch_stride + i * g.ldc);
+                 }
+               });
+}
+
 // A plain loop: the integer kernel, and for float types the products too small for a BLAS call
 // to pay for itself.
 template <class T>
 void loop_gemm(const GemmArgs& g) {
   using Acc = LoopAcc<T>;
-  const T* a = static_cast<const T*>(g.a.data);
-  const T* b = static_cast<const T*>(g.b.data);
-  T* c = static_cast<T*>(g.c);
   const Acc alpha = scalar_acc<T>(g.alpha), beta = scalar_acc<T>(g.beta);
-  parallel_for(
-      0, g.batch * g.m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n * g.k, 1)),
-      [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const int64_t bi = r / g.m, i = r % g.m;
-          const T* arow = a + bi * g.a.batch_stride + i * g.a.row_stride;
-          const T* bmat = b + bi * g.b.batch_stride;
-          T* crow = c + bi * g.c_batch_stride + i * g.ldc;
-          for (int64_t j = 0; j < g.n; ++j) {
-            Acc acc = 0;
-            for (int64_t p = 0; p < g.k; ++p)
-              acc += to_acc(arow[p * g.a.col_stride]) *
-                     to_acc(bmat[p * g.b.row_stride + j * g.b.col_stride]);
-            const Acc out = g.beta == 0 ? alpha * acc : alpha * acc + beta * to_acc(crow[j]);
-            crow[j] = static_cast<T>(out);
-          }
-        }
-      });
+  for_each_c_row<T, T>(g, [&](const T* arow, const T* bmat, T* crow) {
+    for (int64_t j = 0; j < g.n; ++j) {
+      Acc acc = 0;
+      for (int64_t p = 0; p < g.k; ++p)
+        acc += to_acc(arow[p * g.a.col_stride]) *
+               to_acc(bmat[p * g.b.row_stride + j * g.b.col_stride]);
+      const Acc out = g.beta == 0 ? alpha * acc : alpha * acc + beta * to_acc(crow[j]);
+      crow[j] = static_cast<T>(out);
+    }
+  });
 }
 
 // float32 with B's rows contiguous on the register-blocked kernel of small_gemm.h, in tasks of 8
@@ -300,26 +307,16 @@ constexpr int64_t kOneDnnMinWork = int64_t{1} << 21;
 // _int_mm's product where oneDNN has none: int8 operands, int32 sums (wrapping as C's int32
 // does), rows in parallel; with B's rows contiguous the inner loop vectorises.
 void int8_gemm(const GemmArgs& g) {
-  const auto* a = static_cast<const int8_t*>(g.a.data);
-  const auto* b = static_cast<const int8_t*>(g.b.data);
-  auto* c = static_cast<int32_t*>(g.c);
-  parallel_for(
-      0, g.batch * g.m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n * g.k, 1)),
-      [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const int64_t bi = r / g.m, i = r % g.m;
-          const int8_t* arow = a + bi * g.a.batch_stride + i * g.a.row_stride;
-          const int8_t* bmat = b + bi * g.b.batch_stride;
-          auto* crow = reinterpret_cast<uint32_t*>(c + bi * g.c_batch_stride + i * g.ldc);
-          std::fill(crow, crow + g.n, 0u);
-          for (int64_t p = 0; p < g.k; ++p) {
-            const auto x = static_cast<uint32_t>(static_cast<int32_t>(arow[p * g.a.col_stride]));
-            const int8_t* brow = bmat + p * g.b.row_stride;
-            for (int64_t j = 0; j < g.n; ++j)
-              crow[j] += x * static_cast<uint32_t>(static_cast<int32_t>(brow[j * g.b.col_stride]));
-          }
-        }
-      });
+  // In uint32, where wrapping around is defined.
+  for_each_c_row<int8_t, uint32_t>(g, [&](const int8_t* arow, const int8_t* bmat, uint32_t* crow) {
+    std::fill(crow, crow + g.n, 0u);
+    for (int64_t p = 0; p < g.k; ++p) {
+      const auto x = static_cast<uint32_t>(static_cast<int32_t>(arow[p * g.a.col_stride]));
+      const int8_t* brow = bmat + p * g.b.row_stride;
+      for (int64_t j = 0; j < g.n; ++j)
+        crow[j] += x * static_cast<uint32_t>(static_cast<int32_t>(brow[j * g.b.col_stride]));
+    }
+  });
 }
 
 bool is_int_mm(const GemmArgs& g) { return g.dtype == kInt8 && g.c_dtype == kInt32; }
