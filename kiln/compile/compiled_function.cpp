@@ -226,7 +226,7 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
     }
     finish_guards(entry->guards, entry->graph, *entry->env);
     follow_grads(*entry, fx);
-    return {entry, ""};
+    return {entry, "", ""};
   }
   entry->graph = tracer.finish(outs);
   finish_guards(entry->guards, entry->graph, *entry->env);
@@ -239,7 +239,7 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
   follow_grads(*entry, fx);
   if (options_.backend() == "codegen" && (fx.ran_backward || !needs_autograd(entry->guards)))
     entry->program = std::make_unique<CodegenProgram>(entry->graph, autotune());
-  return {entry, ""};
+  return {entry, "", ""};
 }
 
 void CompiledFunction::compile_training(Entry& entry, Tracer& tracer,
