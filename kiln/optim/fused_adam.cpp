@@ -5,6 +5,7 @@
 // outputs: the tensors written in place: params, exp_avgs, exp_avg_sqs (, max_exp_avg_sqs)
 #include "kiln/optim/fused_adam.h"
 
+#include <array>
 #include <cmath>
 
 #include "kiln/ops/meta.h"
@@ -45,44 +46,54 @@ void fused_adam_cpu(const std::vector<Tensor>& in, const Attrs& a, bool decouple
   const double lr = a.f(0), beta1 = a.f(1), beta2 = a.f(2), wd = a.f(3), eps = a.f(4);
   const double sign = a.b(6) ? -1 : 1;
   NoGradGuard no_grad;
+  // Dense copies of state that is not dense (written back after the update), alive until then.
+  std::vector<std::array<Tensor, 3>> states(static_cast<size_t>(l.n));
+  optim::MultiTensorUpdate update;
   for (int64_t i = 0; i < l.n; ++i) {
-    const Tensor& p = in[l.at(0, i)];
     const double t = static_cast<double>(a.ints(7)[i]);
     const double step_size = lr / (1 - std::pow(beta1, t));
     const double inv_sqrt_bc2 = 1 / std::sqrt(1 - std::pow(beta2, t));
     const double decay = decoupled ? 1 - lr * wd : 1;
     const double l2 = decoupled ? 0 : wd;
-    Tensor m = dense_state(in[l.at(2, i)]), v = dense_state(in[l.at(3, i)]);
-    Tensor vmax = l.amsgrad ? dense_state(in[l.at(4, i)]) : v;
+    std::array<Tensor, 3>& st = states[static_cast<size_t>(i)];
+    st[0] = dense_state(in[l.at(2, i)]);
+    st[1] = dense_state(in[l.at(3, i)]);
+    st[2] = l.amsgrad ? dense_state(in[l.at(4, i)]) : st[1];
     // In the parameter's compute dtype, as PyTorch does, so that the loops vectorise (this
-    // file is built with -fno-math-errno for the square roots).
-    optim::fused_update<3>(
-        p, in[l.at(1, i)], {&m, &v, &vmax},
-        [&]<class T>(T* w, const T* g, auto st, int64_t b, int64_t e) {
-          T *ma = st[0], *va = st[1], *vm = st[2];
+    // file is built with -fno-math-errno for the square roots). Runs in update.run(): captures
+    // by value.
+    const bool amsgrad = l.amsgrad;
+    update.add<3>(
+        in[l.at(0, i)], in[l.at(1, i)], {&st[0], &st[1], &st[2]},
+        [=]<class T>(T* w, const T* g, auto buf, int64_t b, int64_t e) {
+          T *ma = buf[0], *va = buf[1], *vm = buf[2];
           const T c_decay = decay, c_sign = sign, c_l2 = l2, c_step = step_size, c_eps = eps;
           const T c_bc2 = inv_sqrt_bc2, c_beta1 = 1 - beta1, c_beta2 = beta2, c_1mb2 = 1 - beta2;
-          auto update = [&](int64_t i) {
+          auto moments = [&](int64_t i) {
             const T d = c_sign * g[i] + c_l2 * w[i];
             ma[i] += c_beta1 * (d - ma[i]);
             va[i] = c_beta2 * va[i] + c_1mb2 * d * d;
           };
-          if (l.amsgrad) {
+          if (amsgrad) {
             for (int64_t i = b; i < e; ++i) {
-              update(i);
+              moments(i);
               vm[i] = std::max(vm[i], va[i]);
               w[i] = w[i] * c_decay - c_step * ma[i] / (std::sqrt(vm[i]) * c_bc2 + c_eps);
             }
           } else {
             for (int64_t i = b; i < e; ++i) {
-              update(i);
+              moments(i);
               w[i] = w[i] * c_decay - c_step * ma[i] / (std::sqrt(va[i]) * c_bc2 + c_eps);
             }
           }
         });
-    write_back(in[l.at(2, i)], m);
-    write_back(in[l.at(3, i)], v);
-    if (l.amsgrad) write_back(in[l.at(4, i)], vmax);
+  }
+  update.run();
+  for (int64_t i = 0; i < l.n; ++i) {
+    const std::array<Tensor, 3>& st = states[static_cast<size_t>(i)];
+    write_back(in[l.at(2, i)], st[0]);
+    write_back(in[l.at(3, i)], st[1]);
+    if (l.amsgrad) write_back(in[l.at(4, i)], st[2]);
   }
 }
 

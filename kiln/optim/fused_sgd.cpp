@@ -33,31 +33,37 @@ void fused_sgd_cpu(const std::vector<Tensor>& in, std::vector<Tensor>&, const At
   const double sign = a.b(5) ? -1 : 1;
   const TensorLists l = tensor_lists("_fused_sgd_", in, names(mom != 0), a.ints(6));
   NoGradGuard no_grad;
+  // Dense copies of momentum buffers that are not dense, alive until written back.
+  std::vector<Tensor> buffers(static_cast<size_t>(mom == 0 ? 0 : l.n));
+  optim::MultiTensorUpdate update;
   for (int64_t i = 0; i < l.n; ++i) {
     const Tensor &p = in[l.at(0, i)], &g = in[l.at(1, i)];
-    // In the parameter's compute dtype, as PyTorch does, so that the loops vectorise.
+    // In the parameter's compute dtype, as PyTorch does, so that the loops vectorise. Runs in
+    // update.run(): captures by value.
     if (mom == 0) {
-      optim::fused_update<0>(p, g, {}, [&]<class T>(T* w, const T* gr, auto, int64_t b, int64_t e) {
+      update.add<0>(p, g, {}, [=]<class T>(T* w, const T* gr, auto, int64_t b, int64_t e) {
         const T c_lr = lr, c_sign = sign, c_wd = wd;
         for (int64_t j = b; j < e; ++j) w[j] -= c_lr * (c_sign * gr[j] + c_wd * w[j]);
       });
       continue;
     }
     const bool first = a.ints(6)[i] == 1;
-    Tensor buf = dense_state(in[l.at(2, i)]);
-    optim::fused_update<1>(
-        p, g, {&buf}, [&]<class T>(T* w, const T* gr, auto st, int64_t b, int64_t e) {
-          T* m = st[0];
-          const T c_lr = lr, c_sign = sign, c_wd = wd, c_mom = mom, c_1md = 1 - damp;
-          for (int64_t j = b; j < e; ++j) {
-            const T d = c_sign * gr[j] + c_wd * w[j];
-            const T v = first ? d : c_mom * m[j] + c_1md * d;
-            m[j] = v;
-            w[j] -= c_lr * (nesterov ? d + c_mom * v : v);
-          }
-        });
-    write_back(in[l.at(2, i)], buf);
+    Tensor& buf = buffers[static_cast<size_t>(i)];
+    buf = dense_state(in[l.at(2, i)]);
+    update.add<1>(p, g, {&buf}, [=]<class T>(T* w, const T* gr, auto st, int64_t b, int64_t e) {
+      T* m = st[0];
+      const T c_lr = lr, c_sign = sign, c_wd = wd, c_mom = mom, c_1md = 1 - damp;
+      for (int64_t j = b; j < e; ++j) {
+        const T d = c_sign * gr[j] + c_wd * w[j];
+        const T v = first ? d : c_mom * m[j] + c_1md * d;
+        m[j] = v;
+        w[j] -= c_lr * (nesterov ? d + c_mom * v : v);
+      }
+    });
   }
+  update.run();
+  for (size_t i = 0; i < buffers.size(); ++i)
+    write_back(in[l.at(2, static_cast<int64_t>(i))], buffers[i]);
 }
 
 // The same step in double precision, written independently of the kernel.

@@ -116,6 +116,44 @@ TEST(Optimizers, Float32AndBFloat16ParametersUpdateInPlace) {
   }
 }
 
+// One step updates every parameter in one parallel loop over chunks of all of them
+// (MultiTensorUpdate): parameters of several chunks, tiny ones, a transposed one, float64, each
+// as an AdamW step of its own computes it in double.
+TEST(Optimizers, AMultiTensorStepMatchesAStepPerParameter) {
+  manual_seed(3);
+  std::vector<Tensor> params = {randn({20001}), randn({3}), randn({5, 7}).t(),
+                                randn({9000}, TensorOptions(kFloat64)), randn({})};
+  std::vector<Tensor> singles;
+  for (Tensor& p : params) {
+    p.requires_grad_();
+    p.set_grad(randn(p.sizes(), TensorOptions(p.dtype())));
+    singles.push_back(p.detach().clone().requires_grad_());
+    singles.back().set_grad(p.grad().clone());
+  }
+  const Tensor start0 = params[0].detach().to(kFloat64);  // a parameter of three chunks
+  optim::AdamW together(params, optim::AdamWOptions(0.05).weight_decay(0.1));
+  std::vector<std::unique_ptr<optim::AdamW>> one_each;
+  for (Tensor& p : singles)
+    one_each.push_back(std::make_unique<optim::AdamW>(std::vector<Tensor>{p},
+                                                      optim::AdamWOptions(0.05).weight_decay(0.1)));
+  for (int step = 0; step < 3; ++step) {
+    together.step();
+    for (auto& o : one_each) o->step();
+  }
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_TRUE(equal(params[i].detach(), singles[i].detach())) << i;
+  // AdamW in float64 from the same start (the gradient is the same at each step).
+  const Tensor g = singles[0].grad().to(kFloat64);
+  Tensor p = start0, m = zeros_like(p), v = zeros_like(p);
+  for (int t = 1; t <= 3; ++t) {
+    p = p * (1 - 0.05 * 0.1);
+    m = m * 0.9 + g * 0.1;
+    v = v * 0.999 + g * g * 0.001;
+    p = p - (m / (1 - std::pow(0.9, t))) * 0.05 / ((v / (1 - std::pow(0.999, t))).sqrt() + 1e-8);
+  }
+  EXPECT_TRUE(allclose(params[0].detach().to(kFloat64), p, 1e-5, 1e-6));
+}
+
 TEST(Optimizers, ParamGroupsHaveTheirOwnOptions) {
   Tensor a = start_param(), b = start_param();
   std::vector<optim::OptimizerParamGroup> groups;
