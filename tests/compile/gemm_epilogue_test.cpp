@@ -57,6 +57,31 @@ TEST(GemmEpilogue, BatchedProducts) {
                   1, CompileOptions(), a, c);
 }
 
+// Row reductions over the product's rows run inside it too: each panel holds whole rows. (A
+// softmax alone stays on its eager kernel; scaled, it is a fused kernel.)
+TEST(GemmEpilogue, LayerNormSoftmaxAndRowSumsOverTheProductsRows) {
+  manual_seed(7);
+  const Tensor x = randn({2, 19, 24}), w = randn({40, 24}), b = randn({40}), r = randn({40});
+  const Tensor gamma = randn({40}), beta = randn({40});
+  expect_as_eager(
+      [&](const Tensor& x) {
+        return layer_norm(nn::functional::linear(x, w, b) + r, {40}, gamma, beta, 1e-5);
+      },
+      1, CompileOptions(), x);
+  expect_as_eager([&](const Tensor& x) { return softmax(x.matmul(w.t()) * 0.5, -1); }, 1,
+                  CompileOptions(), x);
+  expect_as_eager([&](const Tensor& x) { return (x.matmul(w.t()) * 2).sum(-1); }, 1,
+                  CompileOptions(), x);
+}
+
+// A reduction of every element, or over the rows' columns, is not the product's rows: after it.
+TEST(GemmEpilogue, ReductionsAcrossRowsRunAfterTheProduct) {
+  manual_seed(8);
+  const Tensor x = randn({33, 16}), w = randn({16, 20});
+  expect_as_eager([&](const Tensor& x) { return x.mm(w).exp().sum(); }, 0, CompileOptions(), x);
+  expect_as_eager([&](const Tensor& x) { return x.mm(w).exp().sum(0); }, 0, CompileOptions(), x);
+}
+
 TEST(GemmEpilogue, AKernelReadingTheProductTransposedRunsAfterIt) {
   manual_seed(3);
   const Tensor x = randn({16, 8}), w = randn({8, 16});

@@ -89,7 +89,12 @@ std::vector<GemmEpilogue> find_gemm_epilogues(const Graph& g, const Schedule& sc
     }
     if (j == steps.size() || !steps[j].is_kernel) continue;
     const FusedKernel& fk = schedule.kernels[steps[j].index];
-    if (fk.row) continue;
+    // A row reduction qualifies when its rows are the product's: over trailing dims in memory
+    // order, not the whole kernel (that one splits its single row among the threads), not
+    // columns, no nll gather (it needs scratch per row).
+    if (fk.row && (fk.row->columns || !fk.row->order.empty() || fk.row->nll ||
+                   fk.row->reduced_dims >= static_cast<int>(fk.sizes.size())))
+      continue;
     std::vector<int> reads;
     for (int id : fk.loads)
       if (in_family(id)) reads.push_back(id);

@@ -1,12 +1,12 @@
 #pragma once
 // A matrix product's epilogue inside its tiles (ARCHITECTURE.md §7). When the fused kernel after
 // a float32 product reads the product element for element (a bias, an activation, a residual
-// add), the program runs the product on Kiln's register-blocked kernel panel by panel of C's rows
-// and the fused kernel on each panel right after it, on the same thread, while the panel is in
-// cache: no second pass over C from memory. Without max-autotune this happens where Kiln's kernel
-// is the product's default path anyway (under 2^21 multiply-adds); under max-autotune the program
-// times it against the tuned product followed by the kernel, once per product shape, kernel and
-// process.
+// add, a softmax or norm over its rows), the program runs the product on Kiln's register-blocked
+// kernel panel by panel of C's rows and the fused kernel on each panel right after it, on the same
+// thread, while the panel is in cache: no second pass over C from memory. Without max-autotune this
+// happens where Kiln's kernel is the product's default path anyway (under 2^21 multiply-adds);
+// under max-autotune the program times it against the tuned product followed by the kernel, once
+// per product shape, kernel and process.
 #include <atomic>
 #include <functional>
 #include <optional>
@@ -22,7 +22,7 @@ namespace kiln::compiler {
 // A product step whose following fused kernel can run inside it.
 struct GemmEpilogue {
   int gemm_step = -1;    // an extern mm, bmm, addmm or baddbmm
-  int kernel_step = -1;  // a pointwise fused kernel; the steps between are views of the product
+  int kernel_step = -1;  // a fused kernel; the steps between are views of the product
   int kernel = -1;       // its index among the schedule's kernels
   int read = -1;         // the value it reads the product as: the product or a view of it
   int slot = -1;         // that value's place among the kernel's buffers
