@@ -26,8 +26,9 @@ char layout(const cpu::MatrixRef& r) {
   return r.col_stride == 1 ? 'n' : r.row_stride == 1 ? 't' : 's';
 }
 
-// What a choice depends on: dtype, sizes, the operands' layouts, and the threads it may use.
-std::string key_of(const cpu::GemmArgs& g) {
+}  // namespace
+
+std::string gemm_autotune_key(const cpu::GemmArgs& g) {
   std::ostringstream k;
   k << g.dtype;
   if (g.out_dtype() != g.dtype) k << "->" << g.out_dtype();
@@ -36,6 +37,20 @@ std::string key_of(const cpu::GemmArgs& g) {
     << cpu::num_threads();
   return k.str();
 }
+
+double best_time_of(const std::function<bool()>& f) {
+  using clock = std::chrono::steady_clock;
+  double best = std::numeric_limits<double>::infinity();
+  for (int run = 0; run < 4; ++run) {
+    const auto start = clock::now();
+    if (!f()) return std::numeric_limits<double>::infinity();
+    const double s = std::chrono::duration<double>(clock::now() - start).count();
+    if (run > 0) best = std::min(best, s);
+  }
+  return best;
+}
+
+namespace {
 
 // The choices of this process, and the file they persist in (one per CPU level).
 struct Table {
@@ -83,18 +98,6 @@ Table& table() {
   return t;
 }
 
-double seconds_of(cpu::GemmImpl impl, const cpu::GemmArgs& g) {
-  using clock = std::chrono::steady_clock;
-  double best = std::numeric_limits<double>::infinity();
-  for (int run = 0; run < 4; ++run) {  // the first warms caches and thread pools up
-    const auto start = clock::now();
-    if (!cpu::gemm_with(impl, g)) return best;
-    const double s = std::chrono::duration<double>(clock::now() - start).count();
-    if (run > 0) best = std::min(best, s);
-  }
-  return best;
-}
-
 // Times every candidate on a scratch output (the caller's C is left alone) and returns the
 // fastest.
 cpu::GemmImpl tune(const cpu::GemmArgs& g, const std::vector<cpu::GemmImpl>& candidates,
@@ -109,7 +112,7 @@ cpu::GemmImpl tune(const cpu::GemmArgs& g, const std::vector<cpu::GemmImpl>& can
   double best_s = std::numeric_limits<double>::infinity();
   std::ostringstream report;
   for (cpu::GemmImpl impl : candidates) {
-    const double s = seconds_of(impl, trial);
+    const double s = best_time_of([&] { return cpu::gemm_with(impl, trial); });
     report << " " << cpu::to_string(impl) << " " << s * 1e6 << " us";
     if (s < best_s) {
       best_s = s;
@@ -131,7 +134,7 @@ bool run_tuned(const cpu::GemmArgs& g) {
 std::optional<cpu::GemmImpl> tuned_gemm_impl(const cpu::GemmArgs& g) {
   const std::vector<cpu::GemmImpl> candidates = cpu::gemm_candidates(g);
   if (candidates.size() < 2) return std::nullopt;
-  const std::string key = key_of(g);
+  const std::string key = gemm_autotune_key(g);
   Table& t = table();
   cpu::GemmImpl impl;
   {

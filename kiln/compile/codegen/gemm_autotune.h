@@ -5,7 +5,9 @@
 // real sizes and layout, and runs with the fastest from then on. Choices are kept in memory and
 // in $KILN_CACHE_DIR/autotune (per CPU and thread count), so another process reuses them.
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 
 #include "kiln/backend/cpu/blas.h"
 
@@ -27,6 +29,12 @@ class GemmAutotuneScope {
 // The implementation a GemmAutotuneScope runs `args` with, timing the candidates first where it
 // has no choice for it; counted in the stats as one product. nullopt where there is one path only.
 std::optional<cpu::GemmImpl> tuned_gemm_impl(const cpu::GemmArgs& args);
+
+// What a choice for `args` depends on: dtype, sizes, the operands' layouts, the thread count.
+std::string gemm_autotune_key(const cpu::GemmArgs& args);
+// The fastest of three timed runs of f, after one that warms caches and thread pools up;
+// infinity when f returns false (it cannot run).
+double best_time_of(const std::function<bool()>& f);
 
 struct GemmAutotuneStats {
   int64_t tuned = 0;        // products timed in this process

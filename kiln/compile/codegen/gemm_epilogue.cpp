@@ -1,8 +1,6 @@
 #include "kiln/compile/codegen/gemm_epilogue.h"
 
 #include <algorithm>
-#include <chrono>
-#include <limits>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -182,17 +180,6 @@ bool GemmEpilogueRun::by_panels(const cpu::GemmArgs& g, char* c) {
   return cpu::kiln_gemm_by_panels(g, &GemmEpilogueRun::after_panel, this);
 }
 
-double GemmEpilogueRun::seconds(const std::function<void()>& f) const {
-  using clock = std::chrono::steady_clock;
-  double best = std::numeric_limits<double>::infinity();
-  for (int run = 0; run < 4; ++run) {  // the first warms caches and thread pools up
-    const auto start = clock::now();
-    f();
-    if (run > 0) best = std::min(best, std::chrono::duration<double>(clock::now() - start).count());
-  }
-  return best;
-}
-
 // Whether the kernel runs inside this product: by default where Kiln's kernel would compute it
 // anyway; under max-autotune as timed on a scratch output (the kernel's stores are written, and
 // written again by the real run).
@@ -200,13 +187,10 @@ bool GemmEpilogueRun::inside(const cpu::GemmArgs& g) {
   if (g.dtype != kFloat32) return false;
   if (!autotune_) return cpu::is_kiln_gemm_default(g);
   tuned_ = tuned_gemm_impl(g);
-  std::ostringstream key;
-  key << g.batch << "x" << g.m << "x" << g.n << "x" << g.k << " a " << g.a.row_stride << ","
-      << g.a.col_stride << " b " << g.b.row_stride << "," << g.b.col_stride << " threads "
-      << cpu::num_threads() << " " << kernel_id_;
+  const std::string key = gemm_autotune_key(g) + " " + kernel_id_;
   {
     std::lock_guard<std::mutex> lock(choices().mu);
-    const auto it = choices().inside.find(key.str());
+    const auto it = choices().inside.find(key);
     if (it != choices().inside.end()) return it->second;
   }
   cpu::GemmArgs trial = g;
@@ -216,24 +200,25 @@ bool GemmEpilogueRun::inside(const cpu::GemmArgs& g) {
   trial.c_batch_stride = g.m * g.n;
   trial.beta = 0;
   char* c = static_cast<char*>(trial.c);
-  const double inside_s = seconds([&] { by_panels(trial, c); });
+  const double inside_s = best_time_of([&] { return by_panels(trial, c); });
   const bool can = !failed_.load();
-  const double after_s = seconds([&] {
+  const double after_s = best_time_of([&] {
     if (!tuned_ || !cpu::gemm_with(*tuned_, trial)) {
       const cpu::GemmInterceptor self = cpu::set_gemm_interceptor(nullptr);
       cpu::gemm(trial);
       cpu::set_gemm_interceptor(self);
     }
     kernel_(buffers_.data(), params_.data(), runtime_);
+    return true;
   });
   failed_.store(false);
   const bool use = can && inside_s < after_s;
   {
     std::lock_guard<std::mutex> lock(choices().mu);
-    choices().inside.emplace(key.str(), use);
+    choices().inside.emplace(key, use);
   }
   std::ostringstream report;
-  report << "max-autotune: gemm " << key.str() << ": its epilogue inside the product "
+  report << "max-autotune: gemm " << key << ": its epilogue inside the product "
          << (can ? std::to_string(inside_s * 1e6) + " us" : std::string("cannot")) << ", after it "
          << after_s * 1e6 << " us; chose " << (use ? "inside" : "after");
   log(LogKind::Perf, report.str());

@@ -54,7 +54,6 @@ class GemmEpilogueRun {
   static void after_panel(void* self, int64_t row_begin, int64_t row_end);
   bool by_panels(const cpu::GemmArgs& g, char* c);
   bool inside(const cpu::GemmArgs& g);
-  double seconds(const std::function<void()>& f) const;
 
   const GemmEpilogue& plan_;
   KilnKernelFn kernel_;
