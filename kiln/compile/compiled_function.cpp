@@ -46,7 +46,7 @@ bool needs_autograd(const Guards& g) {
 
 // Whether the traced function's results may need gradients: grad mode is on and an argument or a
 // captured tensor requires grad.
-bool wants_gradients(const Tracer& tracer) {
+bool wants_gradients(Tracer& tracer) {
   if (!GradMode::is_enabled()) return false;
   const Graph& g = tracer.graph();
   return std::any_of(g.inputs.begin(), g.inputs.end(),
@@ -55,11 +55,62 @@ bool wants_gradients(const Tracer& tracer) {
                      [](const Tensor& t) { return t.requires_grad(); });
 }
 
-// The first argument tensor that shares memory with another argument or a captured tensor,
-// described; empty when none does. A graph's inputs are distinct values, so one that changes an
-// argument in place (functionalized: computed out of place, copied back at the end) would let
-// another argument on the same memory read the old value where eager reads the new one.
-std::string shared_memory(const std::vector<Tensor>& args, const std::vector<Tensor>& captured) {
+// How captured tensors share memory: for each, the first captured tensor before it on the same
+// storage (-1: none) and its storage offset. A graph that changes a captured tensor reads the
+// others on its storage as views of it, at the capture's offsets.
+std::vector<std::pair<int, int64_t>> captured_aliasing(const std::vector<Tensor>& captured) {
+  std::unordered_map<const StorageImpl*, int> first;
+  std::vector<std::pair<int, int64_t>> out;
+  for (size_t k = 0; k < captured.size(); ++k) {
+    const Tensor& t = captured[k];
+    if (!t.defined() || !t.impl()->storage()) {
+      out.emplace_back(-1, 0);
+      continue;
+    }
+    auto [it, fresh] = first.emplace(t.impl()->storage().get(), static_cast<int>(k));
+    out.emplace_back(fresh ? std::pair<int, int64_t>{-1, 0}
+                           : std::pair<int, int64_t>{it->second, t.storage_offset()});
+  }
+  return out;
+}
+
+// Why a graph that changes its inputs cannot run on these tensors; empty when it can. Its inputs
+// are distinct values, so one that changes an argument in place (functionalized: computed out of
+// place, copied back at the end) would let another argument on the same memory read the old
+// value where eager reads the new one. Captured tensors must share memory as they did at the
+// capture (`aliasing`), and the inputs the graph writes through views must start their storage.
+std::string shared_memory(const Graph& g, const std::vector<Tensor>& args,
+                          const std::vector<Tensor>& captured,
+                          const std::vector<std::pair<int, int64_t>>& aliasing) {
+  for (int id : g.written_in_place) {
+    const Value& v = g.values[id];
+    const bool is_captured = v.kind == Value::Kind::Captured;
+    int64_t offset = 0;
+    if (is_captured) {
+      offset = captured[v.producer].storage_offset();
+    } else {  // the graph's inputs are the defined tensor arguments
+      int index = -1;
+      for (const Tensor& t : args)
+        if (t.defined() && ++index == v.producer) offset = t.storage_offset();
+    }
+    if (offset != 0)
+      return (is_captured ? "captured tensor " : "tensor argument ") + std::to_string(v.producer) +
+             " does not start its memory (storage offset " + std::to_string(offset) +
+             "), where the graph writes it through views";
+  }
+  const auto now = captured_aliasing(captured);
+  for (size_t k = 0; k < now.size(); ++k) {
+    if (now[k] == aliasing[k]) continue;
+    const int then = aliasing[k].first, is = now[k].first;
+    std::string why = "captured tensor " + std::to_string(k);
+    if (then >= 0 && is == then)
+      why += " lies at another offset in the memory of captured tensor " + std::to_string(then);
+    else if (then >= 0)
+      why += " no longer shares memory with captured tensor " + std::to_string(then);
+    else
+      why += " shares memory with captured tensor " + std::to_string(is);
+    return why + ", unlike at the capture";
+  }
   std::unordered_map<const StorageImpl*, std::string> owner;
   auto claim = [&](const Tensor& t, std::string name) -> std::string {
     if (!t.defined() || !t.impl()->storage()) return "";
@@ -232,6 +283,7 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
   finish_guards(entry->guards, entry->graph, *entry->env);
   const int traced_ops = static_cast<int>(entry->graph.nodes.size());
   const PassStats stats = simplify(entry->graph);
+  reinplace_input_writes(entry->graph);
   if (stats.merged + stats.removed > 0)
     log(LogKind::Graph, name_ + ": " + std::to_string(traced_ops) + " ops traced, " +
                             std::to_string(stats.merged) + " merged as common subexpressions, " +
@@ -376,6 +428,8 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Arg>& args) {
   ++compilations_;
   c.entry->changes_inputs = std::any_of(c.entry->graph.nodes.begin(), c.entry->graph.nodes.end(),
                                         [](const Node& n) { return n.op->is_inplace; });
+  if (c.entry->changes_inputs)
+    c.entry->captured_aliasing = captured_aliasing(c.entry->graph.captured_tensors);
   if (captured_source_)
     c.entry->captured_places = captured_source_->locate(c.entry->graph.captured_tensors);
   log(LogKind::Graph, "captured " + name_ + ":\n" + c.entry->graph.str());
@@ -393,7 +447,9 @@ std::vector<Tensor> CompiledFunction::run_or_fall_back(const std::shared_ptr<con
                                                        const std::vector<Tensor>& captured,
                                                        const std::vector<int64_t>& symbols) const {
   if (e->changes_inputs)
-    if (const std::string why = shared_memory(flat_tensors(args), captured); !why.empty()) {
+    if (const std::string why =
+            shared_memory(e->graph, flat_tensors(args), captured, e->captured_aliasing);
+        !why.empty()) {
       const std::string reason =
           why +
           ", and the graph changes its inputs in place as if none did; this call runs eagerly";

@@ -79,6 +79,9 @@ class CompiledFunction {
     // The graph changes an argument or a captured tensor in place (then it must not run on
     // arguments that share memory: see call()).
     bool changes_inputs = false;
+    // When it does: how the captured tensors shared memory at the capture, which later calls
+    // must repeat (a captured tensor in another's memory is read as a view of it).
+    std::vector<std::pair<int, int64_t>> captured_aliasing;
     // What the graph does with .grad (captured_state.h): captured tensors that are a tensor's
     // .grad, read from it at each call; and each .grad it sets after a call, to the graph output
     // at that index (-1: None). The function's results are the first `results` outputs.

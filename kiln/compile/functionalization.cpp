@@ -8,8 +8,10 @@
 // and is recomputed from the new base (as_strided at its geometry) before it is next read. An op
 // with no out-of-place form runs in place on a clone of what it changes. Arguments are followed
 // the same way, and a changed argument gets its final content back with one copy_ at the end of
-// the graph, so that callers see the change. Captured tensors (a module's buffers) are not
-// followed: changes to them stay in-place ops, replayed in order.
+// the graph, so that callers see the change. So are captured tensors (a module's buffers, a
+// cache in a closure) that span their storage; another captured tensor on that storage is one of
+// its views. One that requires grad is not followed: later reads must see the leaf itself, which
+// they differentiate, so its changes stay in-place ops, replayed in order.
 #include <algorithm>
 
 #include "kiln/compile/tracer.h"
@@ -52,21 +54,34 @@ void Tracer::follow_argument(const Tensor& t, int id) {
   if (!dense_from_zero(t)) return;
   const StorageImpl* s = t.impl()->storage().get();
   storages_.emplace(s, Computed{t, 0, false, id});
-  arguments_.push_back(s);
+  inputs_.push_back(s);
 }
 
-// Each argument the function changed functionally is copied its final content (in place: the
-// caller's tensor), which a returned argument then is.
-void Tracer::write_back_arguments() {
+void Tracer::follow_captured(const Tensor& t, int id) {
+  const StorageImpl* s = t.impl()->storage().get();
+  if (!s || s->is_meta()) return;
+  if (auto it = storages_.find(s); it != storages_.end()) {
+    it->second.viewed = true;  // read at the version the graph starts from: 0
+    return;
+  }
+  const size_t spanned = static_cast<size_t>(t.numel()) * element_size(t.dtype());
+  if (t.requires_grad() || !dense_from_zero(t) || spanned != s->nbytes()) return;
+  storages_.emplace(s, Computed{t, 0, false, id});
+  inputs_.push_back(s);
+}
+
+// Each argument or captured tensor the function changed functionally is copied its final content
+// (in place: the caller's tensor), which a returned argument then is.
+void Tracer::write_back_inputs() {
   static const OpDef& copy = get_op("copy_");
-  for (const StorageImpl* s : arguments_) {
+  for (const StorageImpl* s : inputs_) {
     Computed& c = storages_.at(s);
     if (c.version == 0) continue;  // unchanged, or changed in place (no out-of-place value)
     Node n;
     n.op = &copy;
-    n.inputs = {c.argument, ids_.at(c.base.impl())};
+    n.inputs = {c.input, ids_.at(c.base.impl())};
     n.grad_enabled = GradMode::is_enabled();
-    Value v = graph_.values[c.argument];
+    Value v = graph_.values[c.input];
     v.kind = Value::Kind::NodeOutput;
     v.producer = static_cast<int>(graph_.nodes.size());
     const int id = graph_.add_value(std::move(v));
@@ -102,6 +117,10 @@ void Tracer::refresh(const Tensor& t) {
   const Computed& c = it->second;
   uint64_t& version = view_versions_[t.impl()];
   if (version >= c.version) return;
+  if (t.requires_grad() && !t.impl()->is_traced())
+    throw GraphBreak(
+        "a captured tensor that requires grad shares memory with a tensor the "
+        "function changed");
   if (t.dtype() != c.base.dtype())
     throw GraphBreak("a view of dtype " + std::string(dtype_name(t.dtype())) +
                      " reads a changed tensor of dtype " + std::string(dtype_name(c.base.dtype())));
@@ -111,10 +130,16 @@ void Tracer::refresh(const Tensor& t) {
   version = c.version;
 }
 
-// The value inputs[0] has after in-place op `op`: its out-of-place form's result when that has
-// the same dtype and sizes, else op run in place on a clone of inputs[0].
+// The value inputs[0] has after in-place op `op`: copy_'s source where it needs no conversion,
+// the out-of-place form's result when that has the same dtype and sizes, else op run in place on
+// a clone of inputs[0].
 Tensor Tracer::record_content(const OpDef& op, const std::vector<Tensor>& inputs,
                               const Attrs& attrs) {
+  static const OpDef& copy = get_op("copy_");
+  if (&op == &copy && inputs.size() == 2 && inputs[1].defined() &&
+      inputs[1].dtype() == inputs[0].dtype() && inputs[1].device() == inputs[0].device() &&
+      same_shape(inputs[1].impl()->sym_sizes(), inputs[0].impl()->sym_sizes()))
+    return inputs[1];
   if (const OpDef* f = out_of_place_form(op)) {
     std::vector<Tensor> check;
     try {

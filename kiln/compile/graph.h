@@ -48,6 +48,9 @@ struct Graph {
   std::vector<int> captured;  // values read from captured_tensors
   std::vector<Tensor> captured_tensors;
   std::vector<int> outputs;  // the flattened results
+  // Inputs and captured tensors the graph writes through views at offsets from the start of
+  // their storage (reinplace_input_writes): each must start its storage.
+  std::vector<int> written_in_place;
 
   int add_value(Value v);
   // One line per node: "%3 = mul(%1, %2) : float32[s0, 4]".

@@ -58,6 +58,13 @@ BackwardTrace trace_backward(Tracer& tr, const std::vector<Tensor>& results) {
   return bt;
 }
 
+// An in-place op under no_grad (a leaf changed under NoGradGuard): its result is its input
+// tensor, which still requires grad and takes the gradients of later readers.
+bool returns_its_input(const Node& n) {
+  return n.op->is_inplace && !n.grad_enabled && !n.inputs.empty() && n.inputs[0] >= 0 &&
+         !n.outputs.empty();
+}
+
 // Copies value `id` of `from` into `to` as a new value of `kind` (producer: `producer`).
 int copy_value(const Graph& from, Graph& to, int id, Value::Kind kind, int producer) {
   Value v = from.values[id];
@@ -178,6 +185,10 @@ std::vector<char> values_needing_grad(Tracer& tr) {
   for (int id : g.inputs) needs_grad[id] = tr.tensor(id).requires_grad();
   for (int id : g.captured) needs_grad[id] = tr.tensor(id).requires_grad();
   for (const Node& n : g.nodes) {
+    if (returns_its_input(n)) {
+      needs_grad[n.outputs[0]] = needs_grad[n.inputs[0]];
+      continue;
+    }
     const bool flows = n.grad_enabled && n.op->differentiable() &&
                        std::any_of(n.inputs.begin(), n.inputs.end(),
                                    [&](int id) { return id >= 0 && needs_grad[id]; });
@@ -205,6 +216,10 @@ void trace_gradients(Tracer& tr, const std::vector<char>& needs_grad, size_t nod
     for (int id : n.inputs)
       needs.push_back(id >= 0 && id < static_cast<int>(needs_grad.size()) && needs_grad[id]);
     if (!any || std::none_of(needs.begin(), needs.end(), [](bool b) { return b; })) continue;
+    if (returns_its_input(n)) {
+      if (needs[0] && out_grads[0].defined()) accumulate(grads, n.inputs[0], out_grads[0]);
+      continue;
+    }
     if (!n.grad_enabled || !n.op->differentiable()) continue;
     if (n.op->is_inplace)
       throw GraphBreak(n.op->name + " changes a tensor in place on a gradient's path");

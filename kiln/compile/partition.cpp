@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kiln/compile/min_cut.h"
+#include "kiln/core/graph_break.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::compiler {
@@ -32,16 +33,32 @@ bool recomputable(const Graph& joint, const Node& n) {
   }
 }
 
+// Per value: an argument or captured tensor that the forward changes in place (the copy back of
+// a functionalized change, or an in-place op on it). The backward runs after the whole forward
+// and would read the changed memory: neither it nor a view of it may be saved.
+std::vector<char> changed_inputs(const Graph& joint) {
+  std::vector<char> changed(joint.values.size(), 0);
+  for (const Node& n : joint.nodes)
+    if (n.op->is_inplace && !n.inputs.empty() && n.inputs[0] >= 0 &&
+        joint.values[n.inputs[0]].kind != Value::Kind::NodeOutput)
+      changed[n.inputs[0]] = 1;
+  return changed;
+}
+
 }  // namespace
 
-int64_t storage_bytes(const Graph& graph, int value) {
+int storage_root(const Graph& graph, int value) {
   int id = value;
   while (graph.values[id].kind == Value::Kind::NodeOutput) {
     const Node& producer = graph.nodes[graph.values[id].producer];
     if (!producer.op->is_view || producer.inputs.empty() || producer.inputs[0] < 0) break;
     id = producer.inputs[0];
   }
-  const Value& v = graph.values[id];
+  return id;
+}
+
+int64_t storage_bytes(const Graph& graph, int value) {
+  const Value& v = graph.values[storage_root(graph, value)];
   int64_t elements = 1;
   for (const SymInt& s : v.sizes) elements *= s.hint();
   return elements * static_cast<int64_t>(element_size(v.dtype));
@@ -62,12 +79,15 @@ SavePlan plan_saved_values(const Graph& joint, const std::vector<char>& backward
 
   // Ties (equal bytes) go to the later value: saving it spares the backward a recomputation.
   constexpr int64_t kTieBreakSteps = 16;
+  const std::vector<char> changed = changed_inputs(joint);
   for (int v = 0; v < values; ++v) {
     if (backward_value[v]) continue;
     const Value& value = joint.values[v];
     const int64_t bytes = value.kind == Value::Kind::Captured ? 0 : storage_bytes(joint, v);
     const int64_t later = (kTieBreakSteps - 1) * (values - v) / values;
-    net.add_edge(in(v), out(v), bytes * kTieBreakSteps + later);
+    net.add_edge(
+        in(v), out(v),
+        changed[storage_root(joint, v)] ? FlowNetwork::kInfinite : bytes * kTieBreakSteps + later);
     const bool computed_by_forward =
         value.kind != Value::Kind::NodeOutput || !recomputable(joint, joint.nodes[value.producer]);
     if (computed_by_forward) {
@@ -78,7 +98,10 @@ SavePlan plan_saved_values(const Graph& joint, const std::vector<char>& backward
     }
   }
   for (int v : needed) net.add_edge(out(v), sink, FlowNetwork::kInfinite);
-  net.max_flow(source, sink);
+  if (net.max_flow(source, sink) >= FlowNetwork::kInfinite)
+    throw GraphBreak(
+        "the backward reads a tensor argument or captured tensor that the function changes in "
+        "place, after the change");
   const std::vector<char> reached = net.source_side(source);
 
   // From what the backward needs, back through the recomputed values to the saved ones.

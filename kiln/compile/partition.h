@@ -19,10 +19,13 @@ struct SavePlan {
 };
 
 // `backward_value` marks the joint graph's values that depend on a gradient; `needed` lists the
-// other (forward) values the backward reads or returns.
+// other (forward) values the backward reads or returns. A GraphBreak when the backward would read
+// an argument or captured tensor the forward changes in place (it runs after the change).
 SavePlan plan_saved_values(const Graph& joint, const std::vector<char>& backward_value,
                            const std::vector<int>& needed);
 
+// The value whose storage a value is: itself, or a view's base.
+int storage_root(const Graph& graph, int value);
 // The bytes a value keeps alive: its storage's (a view's base's) at the symbols' hints.
 int64_t storage_bytes(const Graph& graph, int value);
 

@@ -82,6 +82,68 @@ int eliminate_dead_code(Graph& g) {
   return removed;
 }
 
+int reinplace_input_writes(Graph& g) {
+  static const OpDef& scatter = get_op("as_strided_scatter");
+  static const OpDef& as_strided = get_op("as_strided");
+  static const OpDef& copy = get_op("copy_");
+  std::vector<int> content_of(g.values.size(), -1);  // a chain value -> the input it is
+  std::vector<char> drop(g.nodes.size(), 0), write(g.nodes.size(), 0);
+  int rewritten = 0;
+  for (size_t w = 0; w < g.nodes.size(); ++w) {
+    const Node& n = g.nodes[w];
+    if (n.op != &copy || n.inputs.size() != 2 || n.inputs[0] < 0) continue;
+    const int in = n.inputs[0];
+    if (g.values[in].kind == Value::Kind::NodeOutput) continue;
+    std::vector<int> chain;
+    int v = n.inputs[1];
+    while (v >= 0 && v != in && g.values[v].kind == Value::Kind::NodeOutput &&
+           g.nodes[g.values[v].producer].op == &scatter) {
+      chain.push_back(g.values[v].producer);
+      v = g.nodes[chain.back()].inputs[0];
+    }
+    if (v != in || chain.empty()) continue;
+    for (int s : chain) {
+      write[s] = 1;
+      content_of[g.nodes[s].outputs[0]] = in;
+    }
+    drop[w] = 1;
+    content_of[n.outputs[0]] = in;
+    g.written_in_place.push_back(in);
+    ++rewritten;
+  }
+  if (rewritten == 0) return 0;
+  auto read = [&](int& id) {
+    if (id >= 0 && id < static_cast<int>(content_of.size()) && content_of[id] >= 0)
+      id = content_of[id];
+  };
+  std::vector<Node> nodes;
+  auto push = [&](Node n) {
+    for (int id : n.outputs) g.values[id].producer = static_cast<int>(nodes.size());
+    nodes.push_back(std::move(n));
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (drop[i]) continue;
+    Node n = std::move(g.nodes[i]);
+    for (int& id : n.inputs) read(id);
+    if (!write[i]) {
+      push(std::move(n));
+      continue;
+    }
+    // out = as_strided_scatter(input, src; geometry) becomes copy_(as_strided(input; geometry),
+    // src).
+    const Value& input = g.values[n.inputs[0]];
+    Value view{Value::Kind::NodeOutput, n.attrs.shape(0), n.attrs.shape(1), input.dtype,
+               input.device};
+    const int view_id = g.add_value(view);
+    const int written_id = g.add_value(view);
+    push(Node{&as_strided, {n.inputs[0]}, n.attrs, n.symbolic_attrs, n.grad_enabled, {view_id}});
+    push(Node{&copy, {view_id, n.inputs[1]}, {}, false, n.grad_enabled, {written_id}});
+  }
+  g.nodes = std::move(nodes);
+  for (int& id : g.outputs) read(id);
+  return rewritten;
+}
+
 PassStats simplify(Graph& graph) {
   PassStats s;
   s.merged = eliminate_common_subexpressions(graph);

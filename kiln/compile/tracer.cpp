@@ -35,7 +35,10 @@ class Tracer::Mode final : public DispatchMode {
     if (op.dynamic_output)
       throw GraphBreak(op.name + " makes an output whose size depends on the input's values");
     t_.check_not_sealed(op, inputs);
-    for (const Tensor& in : inputs) t_.refresh(in);
+    for (const Tensor& in : inputs) {
+      if (in.defined()) t_.id_of(in);  // a captured tensor is followed from its first read
+      t_.refresh(in);
+    }
     if (op.is_inplace)
       if (auto outs = t_.functionalize(op, inputs, attrs)) return *std::move(outs);
     return t_.record(op, inputs, attrs);
@@ -122,6 +125,7 @@ int Tracer::value_of(const Tensor& t) {
   graph_.captured.push_back(id);
   graph_.captured_tensors.push_back(t);
   ids_[t.impl()] = id;
+  follow_captured(t, id);
   return id;
 }
 
@@ -140,10 +144,24 @@ void Tracer::check_not_sealed(const OpDef& op, const std::vector<Tensor>& inputs
   }
 }
 
-Tensor Tracer::tensor(int id) const {
+Tensor Tracer::tensor(int id) {
   const Value& v = graph_.values.at(id);
-  if (v.kind == Value::Kind::Captured) return graph_.captured_tensors.at(v.producer);
-  return traced_.at(id);
+  const Tensor& t =
+      v.kind == Value::Kind::Captured ? graph_.captured_tensors.at(v.producer) : traced_.at(id);
+  auto it = ids_.find(t.impl());
+  if (it != ids_.end() && it->second == id) return t;
+  // The tensor was changed in place since (functionalized: it now reads a newer value): a
+  // stand-in of its own reads this one.
+  Tensor& stand_in = stand_ins_[id];
+  if (!stand_in.defined()) {
+    stand_in = Tensor(
+        std::make_shared<TensorImpl>(StorageImpl::meta(v.device), v.dtype, v.sizes, v.strides, 0));
+    stand_in.impl()->set_traced(true);
+    stand_in.impl()->set_wrapped_number(v.wrapped_number);
+    if (t.requires_grad()) stand_in.impl()->ensure_autograd_meta().requires_grad = true;
+    ids_[stand_in.impl()] = id;
+  }
+  return stand_in;
 }
 
 Graph Tracer::finish(const std::vector<Tensor>& outputs) {
@@ -151,7 +169,7 @@ Graph Tracer::finish(const std::vector<Tensor>& outputs) {
   // changed argument: as_strided's offset is absolute, and the caller's tensor may not start
   // its storage (a returned view of a changed argument therefore does not alias it).
   for (const Tensor& t : outputs) refresh(t);
-  write_back_arguments();
+  write_back_inputs();
   for (const Tensor& t : outputs) graph_.outputs.push_back(t.defined() ? value_of(t) : -1);
   return std::move(graph_);
 }

@@ -39,7 +39,9 @@ class Tracer {
   // Every traced tensor the capture made, weakly: one still alive after the capture is over was
   // kept by the function past the call.
   std::vector<std::weak_ptr<TensorImpl>> traced_tensors() const;
-  Tensor tensor(int id) const;
+  // A traced tensor that reads value `id` (a stand-in where the function's tensor has been
+  // changed in place since, and reads a newer value).
+  Tensor tensor(int id);
   int id_of(const Tensor& t) { return value_of(t); }
   // From now on, an op that reads a captured tensor (or a view of one) breaks the graph: `what`
   // (an optimizer's step) runs after the graph and changes them. An empty `what` lifts it.
@@ -55,7 +57,8 @@ class Tracer {
 
   // Functionalization (functionalization.cpp).
   void follow_argument(const Tensor& t, int id);
-  void write_back_arguments();
+  void follow_captured(const Tensor& t, int id);
+  void write_back_inputs();
   void note_storage(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs);
   void refresh(const Tensor& t);
   std::optional<std::vector<Tensor>> functionalize(const OpDef& op,
@@ -67,19 +70,20 @@ class Tracer {
   Graph graph_;
   std::unordered_map<const TensorImpl*, int> ids_;
   std::vector<Tensor> seen_;  // keeps every traced impl alive, so no address in ids_ is reused
-  std::unordered_map<int, Tensor> traced_;  // inputs' and node outputs' traced tensors, by id
-  // A storage the function computed or was given: the tensor that made it or the argument
-  // (dense from offset 0, its value the storage's current content) and how many in-place
-  // changes it has had. A view of it whose version is behind is recomputed from the base before
-  // it is read.
+  std::unordered_map<int, Tensor> traced_;     // inputs' and node outputs' traced tensors, by id
+  std::unordered_map<int, Tensor> stand_ins_;  // tensor(id) of values a change has left behind
+  // A storage the function computed or was given: the tensor that made it, the argument or the
+  // captured tensor (dense from offset 0, its value the storage's current content) and how many
+  // in-place changes it has had. A view of it whose version is behind is recomputed from the
+  // base before it is read.
   struct Computed {
     Tensor base;
     uint64_t version = 0;
     bool viewed = false;  // another tensor shares it
-    int argument = -1;    // an argument's graph input, which gets the final content back
+    int input = -1;       // the argument's or captured tensor's value: it gets the final content
   };
   std::unordered_map<const StorageImpl*, Computed> storages_;
-  std::vector<const StorageImpl*> arguments_;  // followed arguments' storage, in order
+  std::vector<const StorageImpl*> inputs_;  // followed arguments' and captured tensors' storage
   std::unordered_map<const TensorImpl*, uint64_t> view_versions_;
   std::shared_ptr<DispatchMode> mode_;
   std::string sealed_by_;

@@ -106,6 +106,23 @@ bool has_inplace_op(const compiler::Explanation& e) {
   return false;
 }
 
+// The value id ("%2") of captured tensor k in the graph.
+std::string captured_id(const compiler::Explanation& e, int k) {
+  const size_t at = e.graph.find(" = captured " + std::to_string(k) + " :");
+  if (at == std::string::npos) return "(captured " + std::to_string(k) + " not found)";
+  const size_t start = e.graph.rfind('%', at);
+  return e.graph.substr(start, at - start);
+}
+
+// The graph's only change to captured tensor 0 is one copy_ of its final value, as the last node.
+void expect_one_copy_back(const compiler::Explanation& e) {
+  const std::string copy_back = "copy_(" + captured_id(e, 0) + ", ";
+  const size_t at = e.graph.find(copy_back);
+  EXPECT_NE(at, std::string::npos) << e;
+  EXPECT_EQ(e.graph.find(copy_back, at + 1), std::string::npos) << e;
+  EXPECT_EQ(e.graph.find('\n', at), e.graph.find("\nreturn")) << e;
+}
+
 TEST(Compile, MutationsThroughViewsAreFunctionalized) {
   // A view's change is written back into its base (as_strided_scatter), and views read later
   // are recomputed from the new base: no mutation is left in the graph.
@@ -126,8 +143,8 @@ TEST(Compile, MutationsThroughViewsAreFunctionalized) {
   expect_same(a, a2);
   expect_same(b, b2);
   expect_same(c, c2);
-  // Ops without an out-of-place form (copy_, fill_) change a clone of the view, which is then
-  // written back; sizes symbolic.
+  // An op without an out-of-place form (fill_) changes a clone of the view, which is then written
+  // back; sizes symbolic.
   auto writes = [](const Tensor& x, const Tensor& z) {
     Tensor y = x + 1.0;
     y.slice(1, 0, 2).copy_(z);
@@ -140,13 +157,15 @@ TEST(Compile, MutationsThroughViewsAreFunctionalized) {
     expect_same(dynamic(xn, z), writes(xn, z));
   }
   compiler::Explanation ew = compiler::explain(writes, randn({4, 5}), randn({4, 2}));
-  EXPECT_NE(ew.graph.find("copy_(%"), std::string::npos) << ew;  // on a clone of the view
+  // copy_'s new content is its source; fill_ runs on a clone of the view.
+  EXPECT_EQ(ew.graph.find("copy_(%"), std::string::npos) << ew;
+  EXPECT_NE(ew.graph.find("fill_(%"), std::string::npos) << ew;
   EXPECT_NE(ew.graph.find("clone(%"), std::string::npos) << ew;
   expect_same(compile(writes, CompileOptions().backend("eager"))(x, randn({6, 2}) * 0.0),
               writes(x, zeros({6, 2})));
 }
 
-TEST(Compile, MutationsOfCapturedTensorsOrChangingTheDtypeStayInPlace) {
+TEST(Compile, AnInPlaceChangeOfDtypeStaysInPlace) {
   // add_ keeps y float16 where add would promote to float32.
   auto keeps_dtype = [](const Tensor& h, const Tensor& f) {
     Tensor y = h * 2.0;
@@ -158,8 +177,12 @@ TEST(Compile, MutationsOfCapturedTensorsOrChangingTheDtypeStayInPlace) {
   const Tensor got = compile(keeps_dtype)(h, f);
   EXPECT_EQ(got.dtype(), kFloat16);
   expect_same(got, keeps_dtype(h, f));
-  // A captured tensor (a module's buffer) is changed in place at each call, as in eager; a view
-  // of an argument is written back into the argument, which is copied its content at the end.
+}
+
+TEST(Compile, MutationsOfCapturedTensorsAreFunctionalized) {
+  // A captured tensor (a module's buffer) changed in place is computed out of place and copied
+  // its final content at the end of the graph, as a changed argument is; a view of an argument
+  // is written back into the argument.
   Tensor counter = zeros({3});
   auto bump = [&counter](const Tensor& x) {
     counter.add_(1.0);
@@ -167,16 +190,160 @@ TEST(Compile, MutationsOfCapturedTensorsOrChangingTheDtypeStayInPlace) {
     return x + counter;
   };
   compiler::Explanation e = compiler::explain(bump, ones({3}));
-  EXPECT_NE(e.graph.find("add_("), std::string::npos) << e;
-  EXPECT_NE(e.graph.find("as_strided_scatter("), std::string::npos) << e;
-  counter.zero_();
-  auto compiled = compile(bump);
-  Tensor x1 = ones({3});
-  compiled(x1);
-  expect_same(x1, tensor({2.0f, 1.0f, 1.0f}));
-  Tensor x2 = zeros({3});
-  expect_same(compiled(x2), full({3}, 2.0));
-  expect_same(counter, full({3}, 2.0));
+  EXPECT_EQ(e.graph.find("add_("), std::string::npos) << e;
+  EXPECT_NE(e.graph.find("add(%"), std::string::npos) << e;
+  EXPECT_NE(e.graph.find("copy_(" + captured_id(e, 0) + ", "), std::string::npos) << e;
+  for (const std::string backend : {"codegen", "eager"}) {
+    counter.zero_();
+    auto compiled = compile(bump, CompileOptions().backend(backend));
+    Tensor x1 = ones({3});
+    compiled(x1);
+    expect_same(x1, tensor({2.0f, 1.0f, 1.0f}));
+    Tensor x2 = zeros({3});
+    expect_same(compiled(x2), full({3}, 2.0));
+    expect_same(counter, full({3}, 2.0));
+  }
+
+  // A running average (what a norm layer keeps): the update and the reads of the new value fuse
+  // into the kernel that computes the mean; one copy_ writes the buffer back.
+  Tensor running = zeros({16});
+  auto track = [&running](const Tensor& x) {
+    running.mul_(0.9).add_(x.mean(0) * 0.1);
+    return x - running;
+  };
+  const Tensor x = randn({8, 16});
+  compiler::Explanation t = compiler::explain(track, x);
+  EXPECT_EQ(t.graph.find("mul_("), std::string::npos) << t;
+  EXPECT_EQ(t.graph.find("add_("), std::string::npos) << t;
+  expect_one_copy_back(t);
+  EXPECT_NE(t.schedule.find("mul add"), std::string::npos) << t;
+  running.zero_();
+  Tensor eager_running = zeros({16});
+  auto track_eager = [&eager_running](const Tensor& x) {
+    eager_running.mul_(0.9).add_(x.mean(0) * 0.1);
+    return x - eager_running;
+  };
+  auto compiled = compile(track);
+  const void* memory = running.data_ptr();
+  for (int step = 0; step < 3; ++step) {
+    const Tensor xs = randn({8, 16});
+    expect_same(compiled(xs), track_eager(xs));
+    expect_same(running, eager_running);
+  }
+  EXPECT_EQ(compiled.compilations(), 1);
+  EXPECT_EQ(running.data_ptr(), memory);  // changed in place, never replaced
+}
+
+TEST(Compile, ACacheWrittenThroughViewsIsWrittenInPlace) {
+  // A key/value cache: one captured [2, 6, 4] tensor, written one position at a time through
+  // views of it and read back through others, as in eager.
+  auto run = [](Tensor cache, bool compiled_run) {
+    auto step = [&cache](const Tensor& k, const Tensor& v, int64_t pos) {
+      cache.select(0, 0).slice(0, pos, pos + 1).copy_(k);
+      cache.select(0, 1).select(0, pos).copy_(v.view({4}));
+      return (cache.select(0, 0).slice(0, 0, pos + 1) * cache.select(0, 1).slice(0, 0, pos + 1))
+          .sum(0);
+    };
+    std::vector<Tensor> outs;
+    auto f = compile(step);
+    for (int64_t pos = 0; pos < 3; ++pos) {
+      const Tensor k = full({1, 4}, static_cast<double>(pos + 1));
+      const Tensor v = arange(4, kFloat32).view({1, 4}) + static_cast<double>(pos);
+      outs.push_back(compiled_run ? f(k, v, pos) : step(k, v, pos));
+    }
+    return std::make_pair(outs, cache);
+  };
+  const auto [got, cache] = run(zeros({2, 6, 4}), true);
+  const auto [want, eager_cache] = run(zeros({2, 6, 4}), false);
+  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i]);
+  expect_same(cache, eager_cache);
+  // Functionalized, the write is a new cache with the row scattered in, copied back at the end;
+  // the graph writes the row into a view of the cache instead, as eager does, and the read
+  // after it reads the cache.
+  Tensor c = zeros({2, 6, 4});
+  compiler::Explanation e = compiler::explain(
+      [&c](const Tensor& k) {
+        c.select(0, 0).slice(0, 1, 2).copy_(k);
+        return c.select(0, 0).sum(0);
+      },
+      ones({1, 4}));
+  EXPECT_EQ(e.graph.find("as_strided_scatter("), std::string::npos) << e;
+  EXPECT_EQ(e.graph.find("clone("), std::string::npos) << e;
+  const std::string cache_id = captured_id(e, 0);
+  EXPECT_NE(e.graph.find("= as_strided(" + cache_id + "; [1, 4], [4, 1], 4)"), std::string::npos)
+      << e;
+  const size_t write = e.graph.find("copy_(%");
+  EXPECT_NE(write, std::string::npos) << e;
+  EXPECT_EQ(e.graph.find("copy_(%", write + 1), std::string::npos) << e;  // nothing copied back
+  EXPECT_NE(e.graph.find("select(" + cache_id, write), std::string::npos) << e;
+
+  // An argument written through views is written in place too: the views count from the start of
+  // its memory, so a call with one that does not start its memory runs eagerly.
+  auto write_row = [](const Tensor& x, const Tensor& row) {
+    x.select(0, 1).copy_(row);
+    return x.sum(0);
+  };
+  auto f = compile(write_row);
+  Tensor x = zeros({3, 2});
+  expect_same(f(x, ones({2})), ones({2}));
+  expect_same(x, tensor({0.0f, 0.0f, 1.0f, 1.0f, 0.0f, 0.0f}).view({3, 2}));
+  Tensor big = zeros({4, 2}), big_eager = zeros({4, 2});
+  compiler::set_logs("recompiles");
+  ::testing::internal::CaptureStderr();
+  expect_same(f(big.slice(0, 1, 4), full({2}, 2.0)), full({2}, 2.0));
+  compiler::set_logs("");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("tensor argument 0 does not start its memory (storage offset 2)"),
+            std::string::npos)
+      << log;
+  write_row(big_eager.slice(0, 1, 4), full({2}, 2.0));
+  expect_same(big, big_eager);
+  EXPECT_EQ(f.compilations(), 1);
+}
+
+TEST(Compile, CapturedTensorsThatShareMemoryAreViewsOfOne) {
+  // `tail` is captured too, and lies in `whole`'s memory: after whole.add_ it reads the change.
+  Tensor whole = zeros({6});
+  Tensor tail = whole.slice(0, 3, 6);
+  auto f = compile([&](const Tensor& x) {
+    whole.add_(x);
+    return tail * 2.0;
+  });
+  expect_same(f(ones({6})), full({3}, 2.0));
+  expect_same(f(ones({6})), full({3}, 4.0));
+  expect_same(whole, full({6}, 2.0));
+  // A call where they no longer share memory runs eagerly, with the reason.
+  compiler::set_logs("recompiles");
+  ::testing::internal::CaptureStderr();
+  tail.set_data(full({3}, 10.0));
+  expect_same(f(ones({6})), full({3}, 20.0));
+  compiler::set_logs("");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("captured tensor 1 no longer shares memory with captured tensor 0, unlike at "
+                     "the capture"),
+            std::string::npos)
+      << log;
+  expect_same(whole, full({6}, 3.0));
+  EXPECT_EQ(f.compilations(), 1);
+}
+
+TEST(Compile, ACapturedTensorThatRequiresGradIsChangedInPlace) {
+  // A parameter renormalised under no_grad stays the leaf later ops read: its gradient arrives.
+  Tensor w = full({4}, 2.0).requires_grad_(true);
+  auto fn = [&w](const Tensor& x) {
+    {
+      NoGradGuard no_grad;
+      w.mul_(0.5);
+    }
+    return (x * w).sum();
+  };
+  compiler::Explanation e = compiler::explain(fn, ones({4}));
+  EXPECT_NE(e.graph.find("mul_("), std::string::npos) << e;
+  auto f = compile(fn);
+  Tensor loss = f(arange(4, kFloat32));
+  loss.backward();
+  expect_same(w.detach(), ones({4}));
+  expect_same(w.grad(), arange(4, kFloat32));
 }
 
 // A graph's inputs are distinct values; arguments that share memory (the same tensor twice, a

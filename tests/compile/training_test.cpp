@@ -198,5 +198,58 @@ TEST(TrainingGraphs, AnInPlaceChangeBeforeTheBackwardIsAnError) {
   }
 }
 
+// A buffer the forward changes (functionalized: its new value copied back at the end) is not
+// what the backward reads: it runs after the copy. w's gradient needs the new value of
+// `running`, which the forward saves rather than recomputing it from `running`.
+TEST(TrainingGraphs, ABufferTheForwardChangesIsNotReadByTheBackward) {
+  const Tensor w = randn({4}).requires_grad_();
+  Tensor running = ones({4}), eager_running = ones({4});
+  auto step = [&w](Tensor& buffer) {
+    return [&w, &buffer](const Tensor& x) {
+      buffer.add_(1.0);
+      return (x * w * buffer).sum();
+    };
+  };
+  auto f = compile(step(running));
+  for (int call = 0; call < 2; ++call) {
+    const Tensor x = randn({4});
+    w.mutable_grad() = Tensor();
+    const Tensor y = f(x);
+    EXPECT_EQ(y.grad_fn()->name(), "CompiledFunctionBackward");
+    y.backward();
+    const Tensor compiled = w.grad().clone();
+    w.mutable_grad() = Tensor();
+    step(eager_running)(x).backward();
+    expect_close(compiled, w.grad(), 1e-6);
+    expect_close(running, eager_running, 0);
+  }
+  // A backward that needs the changed tensor itself runs on the eager kernels, whose autograd
+  // raises eager's error.
+  Tensor scale = full({4}, 2.0);
+  auto g = compile([&](const Tensor& x) {
+    scale.mul_(2.0);
+    return (x * w).sum() + scale.sum();
+  });
+  auto needs_it = compile([&](const Tensor& x) {
+    const Tensor y = (w * scale).sum();
+    scale.add_(1.0);
+    return y * x.sum();
+  });
+  w.mutable_grad() = Tensor();
+  g(ones({4})).backward();
+  expect_close(w.grad(), ones({4}), 0);
+  expect_close(scale, full({4}, 4.0), 0);
+  const Tensor y = needs_it(ones({4}));
+  EXPECT_NE(y.grad_fn()->name(), "CompiledFunctionBackward");
+  expect_close(scale, full({4}, 5.0), 0);
+  try {
+    y.backward();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("modified by an inplace operation"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kiln
