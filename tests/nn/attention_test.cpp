@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "kiln/backend/cpu/amx.h"
+#include "kiln/backend/cpu/cpu_capability.h"
 #include "kiln/kiln.h"
+#include "kiln/ops/registry.h"
 #include "tests/ops/op_test_util.h"
 
 namespace kiln {
@@ -110,6 +113,89 @@ TEST(Attention, FlashSixteenBitDtypesMatchFloat32) {
                    low.dv.to(kFloat32), Tensor()};
     expect_same(widened, ref, tol * 4);
   }
+}
+
+// Where the CPU has AMX, bfloat16 flash attention multiplies bfloat16 tiles into float32 and
+// rounds the probabilities to bfloat16 for P V (as PyTorch's CPU kernel does): outputs and
+// gradients against the math backend in float64 on the same rounded inputs, and its log-sum-exp
+// against the float32 kernel's (KILN_CPU_CAPABILITY=avx512 turns AMX off).
+TEST(Attention, FlashBfloat16OnAmx) {
+  if (!cpu::amx_bf16_available()) GTEST_SKIP() << "this CPU has no AMX";
+  struct Case {
+    std::vector<int64_t> q, k, v;
+    bool causal = false, gqa = false;
+    Tensor mask;
+  };
+  manual_seed(11);
+  Tensor bool_mask = rand({70, 135}) > 0.3;
+  bool_mask.select(0, 5).fill_(false);  // a row that sees no key
+  const std::vector<Case> cases = {
+      {{1, 2, 300, 64}, {1, 2, 300, 64}, {1, 2, 300, 64}, true, false, {}},
+      {{1, 2, 300, 64}, {1, 2, 300, 64}, {1, 2, 300, 64}, false, false, {}},
+      {{2, 4, 100, 80}, {2, 2, 300, 80}, {2, 2, 300, 48}, true, true, {}},
+      {{1, 2, 70, 40}, {1, 2, 135, 40}, {1, 2, 135, 24}, false, false, bool_mask},
+      {{1, 3, 130, 64},
+       {1, 3, 129, 64},
+       {1, 3, 129, 64},
+       false,
+       false,
+       randn({130, 129}).to(kBFloat16)},
+      {{1, 1, 5, 8}, {1, 1, 3, 8}, {1, 1, 3, 8}, true, false, {}},
+  };
+  static const OpDef& flash = get_op("_scaled_dot_product_flash_attention_for_cpu");
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.q) + ::testing::PrintToString(c.k));
+    const Tensor q = randn(c.q).to(kBFloat16), k = randn(c.k).to(kBFloat16),
+                 v = randn(c.v).to(kBFloat16);
+    const Attrs attrs{c.causal, std::monostate{}, c.gqa};
+    const std::vector<Tensor> amx = call_op(flash, {q, k, v, c.mask}, attrs);
+    const Tensor mask64 =
+        c.mask.defined() && c.mask.is_floating_point() ? c.mask.to(kFloat64) : c.mask;
+    const Tensor want = scaled_dot_product_attention(q.to(kFloat64), k.to(kFloat64), v.to(kFloat64),
+                                                     mask64, 0, c.causal, std::nullopt, c.gqa);
+    EXPECT_EQ(amx[0].dtype(), kBFloat16);
+    EXPECT_FALSE(isnan(amx[0]).any().item<bool>());
+    EXPECT_LT((amx[0].to(kFloat64) - want).abs().max().item<double>(), 2e-2);
+    const cpu::CpuCapability level = cpu::cpu_capability();
+    cpu::set_cpu_capability(cpu::CpuCapability::Avx512);
+    const std::vector<Tensor> widened = call_op(flash, {q, k, v, c.mask}, attrs);
+    cpu::set_cpu_capability(level);
+    EXPECT_TRUE(allclose(amx[1], widened[1], 1e-5, 1e-5)) << amx[1] << widened[1];
+
+    // The backward multiplies bfloat16 tiles too (P and dS rounded to bfloat16).
+    std::vector<Tensor> low = {q.detach().requires_grad_(), k.detach().requires_grad_(),
+                               v.detach().requires_grad_()};
+    std::vector<Tensor> high = {q.to(kFloat64).requires_grad_(), k.to(kFloat64).requires_grad_(),
+                                v.to(kFloat64).requires_grad_()};
+    const Tensor weights = randn(amx[0].sizes().vec()).to(kBFloat16);
+    {
+      sdpa_kernel only({SDPBackend::flash_attention});
+      (scaled_dot_product_attention(low[0], low[1], low[2], c.mask, 0, c.causal, std::nullopt,
+                                    c.gqa) *
+       weights)
+          .sum()
+          .backward();
+    }
+    (scaled_dot_product_attention(high[0], high[1], high[2], mask64, 0, c.causal, std::nullopt,
+                                  c.gqa) *
+     weights.to(kFloat64))
+        .sum()
+        .backward();
+    for (size_t i = 0; i < 3; ++i) {
+      SCOPED_TRACE("gradient " + std::to_string(i));
+      EXPECT_EQ(low[i].grad().dtype(), kBFloat16);
+      const Tensor want_grad = high[i].grad();
+      const double scale = want_grad.abs().max().item<double>();
+      EXPECT_LT((low[i].grad().to(kFloat64) - want_grad).abs().max().item<double>(),
+                2e-2 * scale + 1e-2);
+    }
+  }
+  // The row that sees no key: zeros and a log-sum-exp of -inf, as on the float32 path.
+  const Tensor q = randn({1, 2, 70, 40}).to(kBFloat16), k = randn({1, 2, 135, 40}).to(kBFloat16);
+  const std::vector<Tensor> out =
+      call_op(flash, {q, k, k, bool_mask}, Attrs{false, std::monostate{}, false});
+  EXPECT_TRUE(equal(out[0].select(2, 5), zeros({1, 2, 40}, TensorOptions(kBFloat16))));
+  EXPECT_EQ(out[1].select(2, 5).max().item<float>(), -INFINITY);
 }
 
 TEST(Attention, FlashGradientsAreDeterministic) {

@@ -34,6 +34,7 @@ std::vector<TensorSpec> forward_meta(const std::vector<Tensor>& in, const Attrs&
 }
 
 void forward_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
+  if (attention::flash_forward_bfloat16(in[0], in[1], in[2], in[3], a, out)) return;
   attention::flash_forward(in[0], in[1], in[2], in[3], a, out, kForward, attention::no_mod);
 }
 
@@ -150,6 +151,7 @@ std::vector<TensorSpec> backward_meta(const std::vector<Tensor>& in, const Attrs
 }
 
 void backward_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
+  if (attention::flash_backward_bfloat16(in, in[7], a, a.b(3), out)) return;
   attention::flash_backward(in, in[7], a, a.b(3), out, kBackward, attention::no_mod);
 }
 

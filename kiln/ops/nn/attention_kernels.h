@@ -40,7 +40,12 @@ cpu::Rows<T> rows_of(const Tensor& t) {
   return r;
 }
 
+// The rows of a bfloat16 tensor with a dense last dim, as raw bits (the AMX kernels' operands).
+cpu::Rows<const uint16_t> bfloat16_rows(const Tensor& t);
+
 // The kernel's view of query, key, value and mask, with attrs (is_causal, scale?, enable_gqa).
+// q, k and v are in the compute dtype, or with `keep_dtype` in their own (dense rows either way);
+// the mask is additive, in the compute dtype.
 struct Operands {
   Tensor q, k, v, mask;
   int64_t batch = 1, heads = 1, kv_heads = 1, q_len, kv_len, head_dim, value_dim;
@@ -48,10 +53,20 @@ struct Operands {
   bool causal;
 
   Operands(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask,
-           const Attrs& a);
+           const Attrs& a, bool keep_dtype = false);
 
+  // The problem with q, k and v in T.
   template <class T>
   cpu::FlashAttention<T> problem() const {
+    cpu::FlashAttention<T> p = shape<T>();
+    p.q = rows_of<const T>(q);
+    p.k = rows_of<const T>(k);
+    p.v = rows_of<const T>(v);
+    return p;
+  }
+  // The problem without q, k and v (the bfloat16 kernels take them apart).
+  template <class T>
+  cpu::FlashAttention<T> shape() const {
     cpu::FlashAttention<T> p;
     p.batch = batch;
     p.heads = heads;
@@ -62,9 +77,6 @@ struct Operands {
     p.value_dim = value_dim;
     p.scale = static_cast<T>(scale);
     p.causal = causal;
-    p.q = rows_of<const T>(q);
-    p.k = rows_of<const T>(k);
-    p.v = rows_of<const T>(v);
     if (mask.defined()) {
       p.mask = rows_of<const T>(mask);
       p.mask_col_stride = mask.stride(-1);
@@ -72,6 +84,16 @@ struct Operands {
     return p;
   }
 };
+
+// sdpa's flash forward for bfloat16 query, key and value on AMX (flash_attention_amx.h); false,
+// having done nothing, where that does not apply (other dtypes, no AMX).
+bool flash_forward_bfloat16(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                            const Attrs& a, std::vector<Tensor>& out);
+
+// Its backward likewise: in and out as flash_backward's; false where that does not apply (also
+// when the mask's gradient is wanted).
+bool flash_backward_bfloat16(const std::vector<Tensor>& in, const Tensor& mask, const Attrs& a,
+                             bool mask_grad, std::vector<Tensor>& out);
 
 inline constexpr auto no_mod = [](auto tag) {
   return std::unique_ptr<cpu::TileMod<decltype(tag)>>();
