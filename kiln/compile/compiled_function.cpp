@@ -55,22 +55,25 @@ bool wants_gradients(Tracer& tracer) {
                      [](const Tensor& t) { return t.requires_grad(); });
 }
 
-// How captured tensors share memory: for each, the first captured tensor before it on the same
-// storage (-1: none) and its storage offset. A graph that changes a captured tensor reads the
-// others on its storage as views of it, at the capture's offsets.
+// Which tensor each storage was first seen in: captured tensor k as k, tensor argument i as
+// -1 - i.
+using StorageOwners = std::unordered_map<const StorageImpl*, int>;
+
+// How captured tensor k shares memory: the first captured tensor before it on its storage (-1:
+// none) and its storage offset. A graph that changes a captured tensor reads the others on its
+// storage as views of it, at the capture's offsets.
+std::pair<int, int64_t> alias_of(StorageOwners& owners, const Tensor& t, int k) {
+  if (!t.defined() || !t.impl()->storage()) return {-1, 0};
+  auto [it, fresh] = owners.emplace(t.impl()->storage().get(), k);
+  return fresh ? std::pair<int, int64_t>{-1, 0}
+               : std::pair<int, int64_t>{it->second, t.storage_offset()};
+}
+
 std::vector<std::pair<int, int64_t>> captured_aliasing(const std::vector<Tensor>& captured) {
-  std::unordered_map<const StorageImpl*, int> first;
+  StorageOwners owners;
   std::vector<std::pair<int, int64_t>> out;
-  for (size_t k = 0; k < captured.size(); ++k) {
-    const Tensor& t = captured[k];
-    if (!t.defined() || !t.impl()->storage()) {
-      out.emplace_back(-1, 0);
-      continue;
-    }
-    auto [it, fresh] = first.emplace(t.impl()->storage().get(), static_cast<int>(k));
-    out.emplace_back(fresh ? std::pair<int, int64_t>{-1, 0}
-                           : std::pair<int, int64_t>{it->second, t.storage_offset()});
-  }
+  for (size_t k = 0; k < captured.size(); ++k)
+    out.push_back(alias_of(owners, captured[k], static_cast<int>(k)));
   return out;
 }
 
@@ -98,10 +101,11 @@ std::string shared_memory(const Graph& g, const std::vector<Tensor>& args,
              " does not start its memory (storage offset " + std::to_string(offset) +
              "), where the graph writes it through views";
   }
-  const auto now = captured_aliasing(captured);
-  for (size_t k = 0; k < now.size(); ++k) {
-    if (now[k] == aliasing[k]) continue;
-    const int then = aliasing[k].first, is = now[k].first;
+  StorageOwners owners;
+  for (size_t k = 0; k < captured.size(); ++k) {
+    const std::pair<int, int64_t> now = alias_of(owners, captured[k], static_cast<int>(k));
+    if (now == aliasing[k]) continue;
+    const int then = aliasing[k].first, is = now.first;
     std::string why = "captured tensor " + std::to_string(k);
     if (then >= 0 && is == then)
       why += " lies at another offset in the memory of captured tensor " + std::to_string(then);
@@ -111,17 +115,16 @@ std::string shared_memory(const Graph& g, const std::vector<Tensor>& args,
       why += " shares memory with captured tensor " + std::to_string(is);
     return why + ", unlike at the capture";
   }
-  std::unordered_map<const StorageImpl*, std::string> owner;
-  auto claim = [&](const Tensor& t, std::string name) -> std::string {
-    if (!t.defined() || !t.impl()->storage()) return "";
-    auto [it, fresh] = owner.emplace(t.impl()->storage().get(), name);
-    return fresh ? "" : name + " shares memory with " + it->second;
-  };
-  for (size_t i = 0; i < captured.size(); ++i)
-    claim(captured[i], "captured tensor " + std::to_string(i));
-  for (size_t i = 0; i < args.size(); ++i)
-    if (std::string why = claim(args[i], "tensor argument " + std::to_string(i)); !why.empty())
-      return why;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Tensor& t = args[i];
+    if (!t.defined() || !t.impl()->storage()) continue;
+    auto [it, fresh] = owners.emplace(t.impl()->storage().get(), -1 - static_cast<int>(i));
+    if (fresh) continue;
+    const int owner = it->second;
+    return "tensor argument " + std::to_string(i) + " shares memory with " +
+           (owner >= 0 ? "captured tensor " + std::to_string(owner)
+                       : "tensor argument " + std::to_string(-1 - owner));
+  }
   return "";
 }
 
