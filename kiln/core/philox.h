@@ -55,6 +55,11 @@ KILN_HD inline Words block(uint64_t seed, uint64_t counter) {
       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
+// Philox blocks (four words each) a draw of n elements with `words` 32-bit words each consumes.
+KILN_HD inline uint64_t blocks_for(int64_t n, int words) {
+  return (static_cast<uint64_t>(n) * static_cast<uint64_t>(words) + 3) / 4;
+}
+
 // Uniform in [0, 1) from the top `digits` bits of one word (digits <= 24: exact in float;
 // 24 for float32, 11 for float16, 8 for bfloat16, so the value is exact in the target type).
 template <int Digits = 24>

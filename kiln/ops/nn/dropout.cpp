@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kiln/ops/meta.h"
+#include "kiln/ops/nn/dropout.h"
 #include "kiln/ops/nn/util.h"
 #include "kiln/ops/ops.h"
 #include "kiln/ops/random/cpu.h"
@@ -12,13 +13,7 @@
 namespace kiln {
 namespace {
 
-enum Mode : int64_t { kPlain = 0, kFeature = 1, kAlpha = 2, kFeatureAlpha = 3 };
-
-// SELU's negative saturation value, -scale * alpha.
-constexpr double kAlphaPrime = -1.7580993408473766;
-
-bool is_feature(int64_t mode) { return mode == kFeature || mode == kFeatureAlpha; }
-bool is_alpha(int64_t mode) { return mode == kAlpha || mode == kFeatureAlpha; }
+using namespace dropout_util;  // NOLINT: the modes and scalars of this entry
 
 SymShape noise_shape(const Tensor& x, int64_t mode) {
   SymShape s = x.sym_sizes();
@@ -45,11 +40,7 @@ void dropout_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, con
   const int64_t mode = a.i(1);
   const Tensor& noise = out[1];
   const int64_t n = noise.sym_numel().guard_int();
-  // Kept elements' multiplier: 1 / (1 - p), or SELU's a for the alpha variants.
-  const double keep_scale =
-      p >= 1 ? 0.0
-             : (is_alpha(mode) ? 1.0 / std::sqrt((kAlphaPrime * kAlphaPrime * p + 1) * (1 - p))
-                               : 1.0 / (1 - p));
+  const double scale = keep_scale(p, mode);
   const PhiloxStream s = random_cpu::reserve(a.generator(2), noise.device(), n, 1);
   cpu::visit_floating(noise.dtype(), "dropout", [&](auto tag) {
     using T = decltype(tag);
@@ -58,7 +49,7 @@ void dropout_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, con
     random_cpu::for_each_block(n, 1, s, [&](int64_t first, int64_t count, const philox::Words& w) {
       for (int64_t k = 0; k < count; ++k) {
         const bool keep = random_cpu::uniform_at<float>(w, k) >= p;
-        data[first + k] = static_cast<T>(keep ? keep_scale : 0.0);
+        data[first + k] = static_cast<T>(keep ? scale : 0.0);
       }
     });
     if (!is_alpha(mode)) {
@@ -67,7 +58,7 @@ void dropout_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, con
     }
     // out = x * noise + alpha' * a * (p + mask - 1) = (x + alpha') * noise + alpha' * a * (p - 1)
     const C alpha = static_cast<C>(kAlphaPrime);
-    const C offset = static_cast<C>(kAlphaPrime * keep_scale * (p - 1));
+    const C offset = static_cast<C>(alpha_shift(p, mode));
     cpu::binary_loop<T, T, T>(out[0], in[0], noise,
                               [=](C x, C m) { return (x + alpha) * m + offset; });
   });

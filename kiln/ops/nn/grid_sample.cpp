@@ -9,6 +9,7 @@
 #include "kiln/ops/meta.h"
 #include "kiln/ops/nn/grid_sample_util.h"
 #include "kiln/ops/ops.h"
+#include "kiln/ops/pool/planes.h"
 #include "kiln/ops/pool/util.h"
 
 namespace kiln {

@@ -1,9 +1,11 @@
 #include "kiln/ops/pool/linear.h"
 
 #include <array>
+#include <unordered_map>
 
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
+#include "kiln/ops/pool/planes.h"
 #include "kiln/ops/pool/util.h"
 #include "kiln/ops/samples.h"
 
@@ -126,13 +128,26 @@ std::vector<OpErrorSample> adjoint_error_samples(const SeparableDef& def) {
   };
 }
 
+// Every registered definition by name (filled during static initialisation).
+std::unordered_map<std::string, SeparableDef>& separable_defs() {
+  static std::unordered_map<std::string, SeparableDef> defs;
+  return defs;
+}
+
 }  // namespace
+
+const SeparableDef& separable_def(const std::string& name) {
+  const auto it = separable_defs().find(name);
+  KILN_CHECK(it != separable_defs().end(), "pool: no separable entry named ", name);
+  return it->second;
+}
 
 Tensor call_separable(const char* name, const Tensor& input, const Attrs& attrs) {
   return call_op1(get_op(name), {input}, attrs);
 }
 
 bool register_separable(const SeparableDef& def) {
+  separable_defs()[def.name] = def;
   const std::string bname = def.name + "_backward";
   register_op(def.name)
       .schema(def.schema)

@@ -38,6 +38,9 @@ struct SeparableDef {
 // Registers `name` and `name_backward`; returns true (for static initialisation).
 bool register_separable(const SeparableDef& def);
 
+// The definition `name` was registered with (device backends make their kernels from its taps).
+const SeparableDef& separable_def(const std::string& name);
+
 // Calls the forward entry on a batched input.
 Tensor call_separable(const char* name, const Tensor& input, const Attrs& attrs);
 

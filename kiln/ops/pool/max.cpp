@@ -8,6 +8,7 @@
 #include "kiln/ops/conv/util.h"
 #include "kiln/ops/meta.h"
 #include "kiln/ops/ops.h"
+#include "kiln/ops/pool/planes.h"
 #include "kiln/ops/pool/util.h"
 #include "kiln/ops/samples.h"
 

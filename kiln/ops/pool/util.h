@@ -2,11 +2,11 @@
 // Shared pieces of the pooling and upsampling entries: output sizes, windows, compute dtypes and
 // the per-plane parallel loop. Entries work on [N, C, H, W] (2 spatial dims) or [N, C, D, H, W]
 // (3); the public functions add and drop the batch dim of unbatched inputs (and the H dim of 1-d
-// ones). Kernels see every entry as 3-d: a 2-d entry has a depth of 1.
+// ones). Kernels see every entry as 3-d: a 2-d entry has a depth of 1. The CPU kernels' plane
+// loop is in planes.h, so device backends can include this header.
 #include <functional>
 #include <vector>
 
-#include "kiln/backend/cpu/parallel.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::pool {
@@ -58,16 +58,6 @@ void visit_compute(ScalarType ct, F&& f) {
 // Runs body(result) with `result` a contiguous tensor in the compute dtype, then copies it into
 // `out` (no copy when out already is one).
 void compute_into(Tensor& out, const std::function<void(Tensor&)>& body);
-
-// f(plane) for each of `planes` planes, in parallel; work_per_plane sizes the chunks.
-template <class F>
-void for_planes(int64_t planes, int64_t work_per_plane, const F& f) {
-  cpu::parallel_for(
-      0, planes, std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(work_per_plane, 1)),
-      [&](int64_t b, int64_t e) {
-        for (int64_t p = b; p < e; ++p) f(p);
-      });
-}
 
 // The list attrs kernel/stride/padding/dilation expanded to one value per spatial dim (stride
 // empty: kernel).

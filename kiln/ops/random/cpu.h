@@ -13,15 +13,10 @@
 
 namespace kiln::random_cpu {
 
-// Philox blocks a draw of n elements with `words` 32-bit words each consumes.
-inline uint64_t blocks_for(int64_t n, int words) {
-  return (static_cast<uint64_t>(n) * static_cast<uint64_t>(words) + 3) / 4;
-}
-
 // Reserves the draw of n elements x `words` words from `gen` (the default generator of
 // `device` when null).
 inline PhiloxStream reserve(Generator* gen, Device device, int64_t n, int words) {
-  return generator_or_default(gen, device).reserve(blocks_for(n, words));
+  return generator_or_default(gen, device).reserve(philox::blocks_for(n, words));
 }
 
 // Calls body(first, count, words) for each block of the draw: elements first .. first+count-1
