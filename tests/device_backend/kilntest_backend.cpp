@@ -10,6 +10,7 @@
 
 #include "kiln/core/device_backend.h"
 #include "kiln/core/error.h"
+#include "kiln/ops/composite_kernels.h"
 #include "kiln/ops/registry.h"
 #include "tests/device_backend/kilntest_backend.h"
 
@@ -103,6 +104,8 @@ extern "C" __attribute__((visibility("default"))) void kiln_device_backend_init(
   std::call_once(once, [] {
     kiln::rename_privateuse1_backend("kilntest");
     kiln::register_device_backend(std::make_unique<TestBackend>());
+    // The composite kernels run here through the ops they call (the op table checks them).
+    kiln::set_composite_kernels(kiln::kPrivateUse1);
     // Native add: its memory is host memory, so the CPU kernel can run on it directly.
     const kiln::KernelFn cpu_add = kiln::get_op("add").kernels[static_cast<int>(kiln::kCPU)];
     kiln::set_kernel("add", kiln::kPrivateUse1,
