@@ -9,23 +9,10 @@
 #include "kiln/backend/cuda/index.h"
 #include "kiln/backend/cuda/nvrtc_program.h"
 #include "kiln/core/error.h"
+#include "tests/cuda/cuda_test_util.h"
 
 namespace kiln {
 namespace {
-
-void expect_compiles(const std::string& source, const std::string& name) {
-  SCOPED_TRACE(name);
-  std::string ptx;
-  try {
-    ptx = cuda::compile_to_ptx(source, name, "compute_90");
-  } catch (const Error& e) {
-    ADD_FAILURE() << e.what();
-    return;
-  }
-  EXPECT_NE(ptx.find(".entry " + name + "("), std::string::npos) << ptx;
-  // Checks record and return; a trap would leave the CUDA context unusable.
-  EXPECT_EQ(ptx.find("trap;"), std::string::npos) << ptx;
-}
 
 TEST(CudaIndexSource, EveryVariantCompiles) {
   int n = 0;
@@ -33,23 +20,23 @@ TEST(CudaIndexSource, EveryVariantCompiles) {
     for (int bytes : {1, 2, 4, 8}) {
       const std::string name =
           "kiln_test_gather_" + std::to_string(bytes) + "_" + std::string(dtype_name(index));
-      expect_compiles(cuda::gather_source(bytes, index, name), name), ++n;
+      testing::expect_ptx_compiles(cuda::gather_source(bytes, index, name), name), ++n;
     }
     for (int bytes : {1, 2, 4, 8, 16}) {
       const std::string name =
           "kiln_test_gather_rows_" + std::to_string(bytes) + "_" + std::string(dtype_name(index));
-      expect_compiles(cuda::gather_rows_source(bytes, index, name), name), ++n;
+      testing::expect_ptx_compiles(cuda::gather_rows_source(bytes, index, name), name), ++n;
     }
     for (ScalarType dt : {kFloat32, kFloat64}) {
       const std::string name = "kiln_test_embedding_backward_" + std::string(dtype_name(dt));
-      expect_compiles(cuda::embedding_backward_source(dt, index, name), name), ++n;
+      testing::expect_ptx_compiles(cuda::embedding_backward_source(dt, index, name), name), ++n;
     }
   }
   for (ScalarType x : {kFloat64, kFloat32, kFloat16, kBFloat16})
     for (ScalarType target : {kInt64, kInt32, kUInt8}) {
       const std::string name = "kiln_test_nll_loss_" + std::string(dtype_name(x)) + "_" +
                                std::string(dtype_name(target));
-      expect_compiles(cuda::nll_loss_source(x, target, name), name), ++n;
+      testing::expect_ptx_compiles(cuda::nll_loss_source(x, target, name), name), ++n;
     }
   EXPECT_EQ(n, 8 + 10 + 4 + 12);
   EXPECT_THROW(cuda::gather_source(3, kInt64, "k"), Error);

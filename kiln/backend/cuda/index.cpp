@@ -21,22 +21,6 @@ using compiler::storage_type;
 constexpr int kMaxDims = 8;
 constexpr unsigned kThreads = 256;
 
-const char* bits_type(int element_bytes) {
-  switch (element_bytes) {
-    case 1:
-      return "unsigned char";
-    case 2:
-      return "unsigned short";
-    case 4:
-      return "unsigned int";
-    case 8:
-      return "unsigned long long";
-  }
-  KILN_FAIL("cuda: no gather kernel for elements of ", element_bytes, " bytes");
-}
-
-bool is_index(ScalarType t) { return t == kInt64 || t == kInt32; }
-
 std::string header(const std::string& types) {
   return "#include <cstdint>\n\n#include \"kiln/core/half.h\"\n" +
          std::string(kDeviceAssertSource) + types;
@@ -159,23 +143,23 @@ std::string kernel_name(const std::string& what, std::string_view a, std::string
 }  // namespace
 
 std::string gather_source(int element_bytes, ScalarType index, const std::string& name) {
-  KILN_CHECK(is_index(index), "cuda: gather indices are int32 or int64, not ", index);
-  return header(std::string("using T = ") + bits_type(element_bytes) +
+  KILN_CHECK(is_index_dtype(index), "cuda: gather indices are int32 or int64, not ", index);
+  return header(std::string("using T = ") + unsigned_type(element_bytes) +
                 ";\nusing Index = " + storage_type(index) + ";\n") +
          with_name(kGather, name);
 }
 
 std::string gather_rows_source(int chunk_bytes, ScalarType index, const std::string& name) {
-  KILN_CHECK(is_index(index), "cuda: gather indices are int32 or int64, not ", index);
-  const std::string chunk = chunk_bytes == 16
-                                ? "struct alignas(16) Chunk {\n  unsigned long long a, b;\n};\n"
-                                : std::string("using Chunk = ") + bits_type(chunk_bytes) + ";\n";
+  KILN_CHECK(is_index_dtype(index), "cuda: gather indices are int32 or int64, not ", index);
+  const std::string chunk =
+      chunk_bytes == 16 ? "struct alignas(16) Chunk {\n  unsigned long long a, b;\n};\n"
+                        : std::string("using Chunk = ") + unsigned_type(chunk_bytes) + ";\n";
   return header(chunk + "using Index = " + storage_type(index) + ";\n") +
          with_name(kGatherRows, name);
 }
 
 std::string embedding_backward_source(ScalarType dtype, ScalarType index, const std::string& name) {
-  KILN_CHECK(is_index(index) && (dtype == kFloat32 || dtype == kFloat64),
+  KILN_CHECK(is_index_dtype(index) && (dtype == kFloat32 || dtype == kFloat64),
              "cuda: no embedding_backward kernel for ", dtype, " with ", index, " indices");
   return header("using T = " + storage_type(dtype) + ";\nusing Index = " + storage_type(index) +
                 ";\n") +
@@ -183,7 +167,7 @@ std::string embedding_backward_source(ScalarType dtype, ScalarType index, const 
 }
 
 std::string nll_loss_source(ScalarType x, ScalarType target, const std::string& name) {
-  KILN_CHECK(is_floating_point(x) && (is_index(target) || target == kUInt8),
+  KILN_CHECK(is_floating_point(x) && (is_index_dtype(target) || target == kUInt8),
              "cuda: no nll_loss kernel for ", x, " input with ", target, " targets");
   return header("using X = " + storage_type(x) + ";\nusing Target = " + storage_type(target) +
                 ";\nusing Acc = " + (x == kFloat64 ? "double" : "float") + ";\n") +

@@ -23,6 +23,20 @@ void cpu_fallback(const OpDef& op, const std::vector<Tensor>& in, std::vector<Te
   run_on_cpu(op, Device(kCUDA, detail::current_device()), in, out, attrs);
 }
 
+const char* unsigned_type(int64_t bytes) {
+  switch (bytes) {
+    case 1:
+      return "unsigned char";
+    case 2:
+      return "unsigned short";
+    case 4:
+      return "unsigned int";
+    case 8:
+      return "unsigned long long";
+  }
+  KILN_FAIL("cuda: no kernel moves elements of ", bytes, " bytes");
+}
+
 dim3 grid_stride_blocks(int dev, int64_t n, unsigned threads) {
   const int64_t blocks = (n + threads - 1) / threads;
   const int64_t resident = int64_t{multiprocessors(dev)} * (2048 / threads);

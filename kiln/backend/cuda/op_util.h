@@ -18,6 +18,18 @@ bool on_device(const std::vector<Tensor>& ts, int dev);
 void cpu_fallback(const OpDef& op, const std::vector<Tensor>& in, std::vector<Tensor>& out,
                   const Attrs& attrs);
 
+// The CUDA C++ unsigned type of elements of `bytes` bytes (1, 2, 4 or 8): what kernels that only
+// move elements read and write them as.
+const char* unsigned_type(int64_t bytes);
+
+// int32 or int64: the dtypes index tensors of the index kernels may have.
+inline bool is_index_dtype(ScalarType t) { return t == kInt64 || t == kInt32; }
+
+// A dtype of Kiln's table (not Undefined, nor a value out of range).
+inline bool is_known_dtype(ScalarType t) {
+  return static_cast<int>(t) >= 0 && static_cast<int>(t) < kNumScalarTypes;
+}
+
 // Blocks of `threads` for a grid-stride loop over n elements: one per `threads` elements, at
 // most what stays resident on the device.
 dim3 grid_stride_blocks(int dev, int64_t n, unsigned threads);
