@@ -4,6 +4,7 @@
 #include "kiln/autograd/engine.h"
 #include "kiln/autograd/function.h"
 #include "kiln/autograd/grad_mode.h"
+#include "kiln/autograd/graphed_callables.h"
 #include "kiln/compile/compile.h"
 #include "kiln/compile/compiled_autograd.h"
 #include "kiln/core/cpu_allocator.h"

@@ -13,7 +13,8 @@ TEST(CudaStream, WithoutAGpuEveryCallSaysSo) {
   if (cuda::is_available()) GTEST_SKIP() << "a CUDA device is present";
   for (const std::string& e :
        {error_of([] { cuda::current_stream(); }), error_of([] { cuda::stream_from_pool(); }),
-        error_of([] { cuda::CUDAGraph g; }), error_of([] { cuda::Event().record(); })})
+        error_of([] { cuda::CUDAGraph g; }), error_of([] { cuda::Event().record(); }),
+        error_of([] { cuda::make_graphed_callables([](auto& a) { return a; }, {}); })})
     EXPECT_NE(e.find("no CUDA device is available (is_available() is false)"), std::string::npos)
         << e;
 }
@@ -121,6 +122,48 @@ TEST(CudaGraph, AForwardAndBackwardPassReplaysWithNewData) {
   auto cpu_params = cpu_model->parameters();
   for (size_t i = 0; i < cpu_params.size(); ++i)
     EXPECT_TRUE(allclose(graph_grads[i], cpu_params[i].grad(), 1e-4, 1e-5)) << "parameter " << i;
+}
+
+// make_graphed_callables: each call replays the forward graph, backward the backward graph; the
+// outputs and every gradient match the same steps on the CPU, an SGD step between calls included
+// (parameters are read in place).
+TEST(CudaGraph, GraphedCallablesTrainAsEagerDoes) {
+  REQUIRE_GPU();
+  manual_seed(9);
+  nn::Sequential model(nn::Linear(16, 32), nn::ReLU(), nn::Linear(32, 4));
+  auto cpu_model = std::dynamic_pointer_cast<nn::SequentialImpl>(model->clone());
+  model->to(Device(kCUDA));
+  auto forward = [&](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{model->forward(a[0]).tanh()};
+  };
+  Tensor sample = randn({8, 16}).cuda().requires_grad_(true);
+  auto graphed = cuda::make_graphed_callables(forward, {sample}, model->parameters());
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1));
+  optim::SGD cpu_opt(cpu_model->parameters(), optim::SGDOptions(0.1));
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const Tensor x = randn({8, 16});
+    Tensor xd = x.cuda().requires_grad_(true), xc = x.clone().requires_grad_(true);
+    opt.zero_grad();
+    cpu_opt.zero_grad();
+    const Tensor y = graphed({xd})[0];
+    EXPECT_EQ(y.grad_fn()->name(), "GraphedBackward");
+    (y * y).sum().backward();
+    const Tensor yc = cpu_model->forward(xc).tanh();
+    (yc * yc).sum().backward();
+    EXPECT_TRUE(allclose(y.cpu(), yc, 1e-4, 1e-5));
+    EXPECT_TRUE(allclose(xd.grad().cpu(), xc.grad(), 1e-4, 1e-5));
+    const auto params = model->parameters(), cpu_params = cpu_model->parameters();
+    for (size_t i = 0; i < params.size(); ++i)
+      EXPECT_TRUE(allclose(params[i].grad().cpu(), cpu_params[i].grad(), 1e-4, 1e-5))
+          << "parameter " << i;
+    opt.step();
+    cpu_opt.step();
+  }
+  EXPECT_NE(error_of([&] {
+              graphed({randn({4, 16}).cuda().requires_grad_(true)});
+            }).find("must match the sample argument"),
+            std::string::npos);
 }
 
 TEST(CudaGraph, WhatCannotBeCapturedIsAClearErrorAndTheDeviceStaysUsable) {
