@@ -8,6 +8,7 @@
 #include "kiln/backend/cuda/nvrtc_program.h"
 #include "kiln/backend/cuda/reduce.h"
 #include "kiln/core/error.h"
+#include "tests/cuda/cuda_test_util.h"
 
 namespace kiln {
 namespace {
@@ -106,16 +107,7 @@ TEST(CudaReduceSource, EveryVariantCompiles) {
                             (9u + 4 + 9 + 10 + 10 + 2 + 2 + 1 + 24));
   for (const Variant& v : all) {
     const std::string name = cuda::reduce_kernel_name(v.kind, v.pass, v.in, v.out);
-    SCOPED_TRACE(name);
-    const std::string source = cuda::reduce_source(v.kind, v.pass, v.in, v.out, name);
-    std::string ptx;
-    try {
-      ptx = cuda::compile_to_ptx(source, name, "compute_90");
-    } catch (const Error& e) {
-      ADD_FAILURE() << e.what();
-      continue;
-    }
-    EXPECT_NE(ptx.find(".entry " + name + "("), std::string::npos) << ptx;
+    testing::expect_ptx_compiles(cuda::reduce_source(v.kind, v.pass, v.in, v.out, name), name);
   }
 }
 

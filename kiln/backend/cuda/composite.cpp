@@ -45,12 +45,6 @@ extern "C" __global__ void KERNEL(const T* x, T* out, int64_t total, int64_t m, 
 }
 )cuda";
 
-std::string source(const char* body, const std::string& types, const std::string& name) {
-  std::string k = body;
-  k.replace(k.find("KERNEL"), 6, name);
-  return "#include <cstdint>\n\n#include \"kiln/core/half.h\"\n\n" + types + k;
-}
-
 void launch_over(const std::string& op, cudaKernel_t fn, int dev, int64_t n, void** params) {
   launch_kernel(op, fn, grid_stride_blocks(dev, n, kThreads), dim3(kThreads), params);
 }
@@ -88,7 +82,8 @@ void arange(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs
   const std::string types = "using T = " + compiler::storage_type(dt) +
                             ";\nusing Compute = " + compiler::compute_type(dt) +
                             ";\nusing Calc = " + (integral ? "int64_t" : "double") + ";\n";
-  const cudaKernel_t fn = generated_kernel(dev, name, [&] { return source(kArange, types, name); });
+  const cudaKernel_t fn =
+      generated_kernel(dev, name, [&] { return kernel_source(types, kArange, name); });
   void* p = y.data_ptr();
   int64_t n = y.numel();
   if (integral) {
@@ -114,7 +109,7 @@ KernelFn triangle(const char* op_name, bool upper) {
         std::string("kiln_") + op_name + "_" + std::string(dtype_name(y.dtype()));
     const std::string types = "using T = " + compiler::storage_type(y.dtype()) + ";\n";
     const cudaKernel_t fn =
-        generated_kernel(dev, name, [&] { return source(kTriangle, types, name); });
+        generated_kernel(dev, name, [&] { return kernel_source(types, kTriangle, name); });
     const void* xp = x.data_ptr();
     void* yp = dst.data_ptr();
     int64_t total = y.numel(), m = y.size(-2), n = y.size(-1), k = a.i(0);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "kiln/backend/cuda/generated_kernels.h"
+#include "kiln/backend/cuda/op_util.h"
 #include "kiln/backend/cuda/tensor_lists.h"
 #include "kiln/compile/codegen/c_types.h"
 #include "kiln/core/error.h"
@@ -70,12 +71,6 @@ extern "C" __global__ void KERNEL(TensorLists lists, int count, Acc lr, Acc sign
 }
 )cuda";
 
-ScalarType acc_of(ScalarType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
-
-bool is_float(ScalarType t) {
-  return t == kFloat64 || t == kFloat32 || t == kFloat16 || t == kBFloat16;
-}
-
 // Kernel arguments of the state's compute type.
 class Scalars {
  public:
@@ -105,7 +100,7 @@ void run_fused(const OpDef& op, FusedOptimizer kind, const std::vector<Tensor>& 
                int flag) {
   const int dev = device_of(in.at(0));
   bool dtypes_ok = true;
-  for (int64_t i = 0; i < n; ++i) dtypes_ok = dtypes_ok && is_float(in[i].dtype());
+  for (int64_t i = 0; i < n; ++i) dtypes_ok = dtypes_ok && is_floating_point(in[i].dtype());
   if (!dtypes_ok || !on_device(in, dev)) return cpu_fallback(op, in, out, a);
   NoGradGuard no_grad;
   const DenseTensorLists dense(in, n, lists, written);
@@ -175,15 +170,13 @@ void sgd_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const A
 
 std::string fused_optimizer_source(FusedOptimizer kind, ScalarType param_dtype,
                                    const std::string& name) {
-  KILN_CHECK(is_float(param_dtype), "cuda: no fused optimizer kernel for ", param_dtype);
-  std::string kernel = kind == FusedOptimizer::Adam ? kAdam : kSgd;
-  kernel.replace(kernel.find("KERNEL"), 6, name);
-  return "#include <cstdint>\n\n#include \"kiln/core/half.h\"\n\nusing T = " +
-         compiler::storage_type(param_dtype) +
-         ";\nusing Acc = " + compiler::storage_type(acc_of(param_dtype)) +
-         ";\n__device__ inline float root(float v) { return ::sqrtf(v); }\n"
-         "__device__ inline double root(double v) { return ::sqrt(v); }\n" +
-         tensor_lists_prelude() + kernel;
+  KILN_CHECK(is_floating_point(param_dtype), "cuda: no fused optimizer kernel for ", param_dtype);
+  return kernel_source("using T = " + compiler::storage_type(param_dtype) + ";\nusing Acc = " +
+                           compiler::storage_type(float_accumulator(param_dtype)) +
+                           ";\n__device__ inline float root(float v) { return ::sqrtf(v); }\n"
+                           "__device__ inline double root(double v) { return ::sqrt(v); }\n" +
+                           tensor_lists_prelude(),
+                       kind == FusedOptimizer::Adam ? kAdam : kSgd, name);
 }
 
 void register_fused_optimizer_kernels() {

@@ -47,6 +47,16 @@ DeviceInfo device_info(int dev) {
 
 }  // namespace
 
+std::string named_kernel(std::string body, const std::string& name) {
+  return body.replace(body.find("KERNEL"), 6, name);
+}
+
+std::string kernel_source(const std::string& types, const std::string& body,
+                          const std::string& name) {
+  return "#include <cstdint>\n\n#include \"kiln/core/half.h\"\n\n" + types +
+         named_kernel(body, name);
+}
+
 cudaKernel_t generated_kernel(int dev, const std::string& name,
                               const std::function<std::string()>& source) {
   Loaded& l = loaded();

@@ -9,6 +9,14 @@
 
 namespace kiln::cuda {
 
+// `body`, a kernel whose name is the placeholder KERNEL, named `name`.
+std::string named_kernel(std::string body, const std::string& name);
+
+// The source of kernel `body` named `name`: <cstdint>, kiln/core/half.h, then `types` (its
+// dtypes and helpers), then the kernel.
+std::string kernel_source(const std::string& types, const std::string& body,
+                          const std::string& name);
+
 // The kernel `name` on device `dev`; `source()` is called only when it is not loaded yet, and
 // must define `extern "C" __global__ void <name>`. `name` must determine the source.
 cudaKernel_t generated_kernel(int dev, const std::string& name,

@@ -130,11 +130,6 @@ extern "C" __global__ void KERNEL(const X* x, const Target* target, const X* wei
 }
 )cuda";
 
-std::string with_name(std::string kernel, const std::string& name) {
-  const size_t at = kernel.find("KERNEL");
-  return kernel.replace(at, 6, name);
-}
-
 // "kiln_<what>_<a>_<b>": the name determines the source.
 std::string kernel_name(const std::string& what, std::string_view a, std::string_view b) {
   return "kiln_" + what + "_" + std::string(a) + "_" + std::string(b);
@@ -146,7 +141,7 @@ std::string gather_source(int element_bytes, ScalarType index, const std::string
   KILN_CHECK(is_index_dtype(index), "cuda: gather indices are int32 or int64, not ", index);
   return header(std::string("using T = ") + unsigned_type(element_bytes) +
                 ";\nusing Index = " + storage_type(index) + ";\n") +
-         with_name(kGather, name);
+         named_kernel(kGather, name);
 }
 
 std::string gather_rows_source(int chunk_bytes, ScalarType index, const std::string& name) {
@@ -155,7 +150,7 @@ std::string gather_rows_source(int chunk_bytes, ScalarType index, const std::str
       chunk_bytes == 16 ? "struct alignas(16) Chunk {\n  unsigned long long a, b;\n};\n"
                         : std::string("using Chunk = ") + unsigned_type(chunk_bytes) + ";\n";
   return header(chunk + "using Index = " + storage_type(index) + ";\n") +
-         with_name(kGatherRows, name);
+         named_kernel(kGatherRows, name);
 }
 
 std::string embedding_backward_source(ScalarType dtype, ScalarType index, const std::string& name) {
@@ -163,7 +158,7 @@ std::string embedding_backward_source(ScalarType dtype, ScalarType index, const 
              "cuda: no embedding_backward kernel for ", dtype, " with ", index, " indices");
   return header("using T = " + storage_type(dtype) + ";\nusing Index = " + storage_type(index) +
                 ";\n") +
-         with_name(kEmbeddingBackward, name);
+         named_kernel(kEmbeddingBackward, name);
 }
 
 std::string nll_loss_source(ScalarType x, ScalarType target, const std::string& name) {
@@ -171,7 +166,7 @@ std::string nll_loss_source(ScalarType x, ScalarType target, const std::string& 
              "cuda: no nll_loss kernel for ", x, " input with ", target, " targets");
   return header("using X = " + storage_type(x) + ";\nusing Target = " + storage_type(target) +
                 ";\nusing Acc = " + (x == kFloat64 ? "double" : "float") + ";\n") +
-         with_name(kNllLoss, name);
+         named_kernel(kNllLoss, name);
 }
 
 namespace {

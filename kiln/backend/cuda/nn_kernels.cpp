@@ -147,12 +147,6 @@ extern "C" __global__ void KERNEL(const T* x, T* y, const int64_t* taps, const d
 }
 )cuda";
 
-bool is_float(ScalarType t) {
-  return t == kFloat64 || t == kFloat32 || t == kFloat16 || t == kBFloat16;
-}
-
-ScalarType acc_of(ScalarType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
-
 const char* kind_name(NnKernel kind) {
   switch (kind) {
     case NnKernel::Moments:
@@ -214,7 +208,7 @@ Tensor upload(const std::vector<T>& values, ScalarType dtype, const Tensor& like
 
 // Whether the call is one the kernels here take: floating tensors, all on out[0]'s device.
 bool takes(const std::vector<Tensor>& in, const std::vector<Tensor>& out) {
-  return is_float(out[0].dtype()) && on_device(in, device_of(out[0])) &&
+  return is_floating_point(out[0].dtype()) && on_device(in, device_of(out[0])) &&
          on_device(out, device_of(out[0]));
 }
 
@@ -250,7 +244,7 @@ Moments moments(const OpDef& op, const Tensor& x, int64_t rows, int64_t row_stri
 // (shape [C] or [N, C]), w and b per channel (the last dim).
 void affine(const OpDef& op, const Tensor& x, const Tensor& mean, const Tensor& rstd,
             const Tensor& w, const Tensor& b, const Tensor& out, int64_t inner) {
-  const ScalarType dt = x.dtype(), acc = acc_of(dt);
+  const ScalarType dt = x.dtype(), acc = float_accumulator(dt);
   const Tensor scale = (w.defined() ? rstd * w.to(acc) : rstd).contiguous();
   const Tensor shift = (b.defined() ? b.to(acc) - mean * scale : -(mean * scale)).contiguous();
   Tensor y = result_like(out, dt);
@@ -301,7 +295,7 @@ void batch_norm(const std::vector<Tensor>& in, std::vector<Tensor>& out, const A
     m = {in[3].to(kFloat64), in[4].to(kFloat64)};
   }
   store_stats(m.mean, m.var, eps, out[1], out[2]);
-  const ScalarType acc = acc_of(x.dtype());
+  const ScalarType acc = float_accumulator(x.dtype());
   affine(op, x, out[1].to(acc), out[2].to(acc), in[1], in[2], out[0], inner);
 }
 
@@ -317,7 +311,7 @@ void group_norm(const std::vector<Tensor>& in, std::vector<Tensor>& out, const A
   store_stats(m.mean, m.var, a.f(1), out[1], out[2]);
   // Each group's statistics for each of its channels: [N, C].
   auto per_channel = [&](const Tensor& t) {
-    return t.to(acc_of(x.dtype())).view({n, g, 1}).expand({n, g, c / g}).reshape({n, c});
+    return t.to(float_accumulator(x.dtype())).view({n, g, 1}).expand({n, g, c / g}).reshape({n, c});
   };
   affine(op, x, per_channel(out[1]), per_channel(out[2]), in[1], in[2], out[0], inner);
 }
@@ -393,7 +387,7 @@ void max_pool_backward(const std::vector<Tensor>& in, std::vector<Tensor>& out, 
   if (!takes(in, out)) return cpu_fallback(op, in, out, a);
   NoGradGuard no_grad;
   const Tensor grad = in[0].contiguous(), indices = in[1].contiguous();
-  const ScalarType acc = acc_of(grad.dtype());
+  const ScalarType acc = float_accumulator(grad.dtype());
   Tensor sum = result_like(out[0], acc);
   sum.fill_(0);
   if (grad.numel() > 0) {
@@ -509,14 +503,13 @@ void register_separable(const std::string& name) {
 }  // namespace
 
 std::string nn_source(NnKernel kind, ScalarType dtype, const std::string& name) {
-  KILN_CHECK(is_float(dtype), "cuda: no ", kind_name(kind), " kernel for ", dtype);
-  std::string kernel = body_of(kind);
-  kernel.replace(kernel.find("KERNEL"), 6, name);
+  KILN_CHECK(is_floating_point(dtype), "cuda: no ", kind_name(kind), " kernel for ", dtype);
   const std::string assert_source =
       kind == NnKernel::MaxPoolBackward ? std::string(kDeviceAssertSource) : std::string();
-  return "#include <cstdint>\n\n#include \"kiln/core/half.h\"\n" + assert_source +
-         "\nusing T = " + compiler::storage_type(dtype) +
-         ";\nusing Acc = " + compiler::storage_type(acc_of(dtype)) + ";\n" + kLoop + kernel;
+  return kernel_source(assert_source + "using T = " + compiler::storage_type(dtype) +
+                           ";\nusing Acc = " + compiler::storage_type(float_accumulator(dtype)) +
+                           ";\n" + kLoop,
+                       body_of(kind), name);
 }
 
 void register_nn_kernels() {

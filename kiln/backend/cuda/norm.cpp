@@ -113,8 +113,6 @@ extern "C" __global__ void KERNEL(const T* gy, const T* x, const Acc* mean_in, c
 }
 )cuda";
 
-ScalarType acc_of(ScalarType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
-
 std::string kernel_name(NormKernel kind, ScalarType dt) {
   const char* k = kind == NormKernel::Forward    ? "forward"
                   : kind == NormKernel::Backward ? "backward"
@@ -125,10 +123,6 @@ std::string kernel_name(NormKernel kind, ScalarType dt) {
 cudaKernel_t load_kernel(int dev, NormKernel kind, ScalarType dt) {
   const std::string name = kernel_name(kind, dt);
   return generated_kernel(dev, name, [&] { return norm_source(kind, dt, name); });
-}
-
-bool is_float(ScalarType t) {
-  return t == kFloat64 || t == kFloat32 || t == kFloat16 || t == kBFloat16;
 }
 
 const void* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
@@ -158,10 +152,11 @@ KernelFn forward_kernel(const char* op_name, bool centered) {
     const OpDef& op = get_op(op_name);
     const Tensor& input = in[0];
     const int dev = device_of(out[0]);
-    if (!is_float(input.dtype()) || !on_device({in[0], in[1], centered ? in[2] : Tensor()}, dev))
+    if (!is_floating_point(input.dtype()) ||
+        !on_device({in[0], in[1], centered ? in[2] : Tensor()}, dev))
       return cpu_fallback(op, in, out, a);
     NoGradGuard no_grad;
-    const ScalarType dt = input.dtype(), acc = acc_of(dt);
+    const ScalarType dt = input.dtype(), acc = float_accumulator(dt);
     int64_t n = 1;
     for (int64_t s : a.ints(0)) n *= s;
     int64_t rows = n == 0 ? 0 : input.numel() / n;
@@ -193,9 +188,10 @@ KernelFn backward_kernel(const char* op_name, bool centered) {
         const OpDef& op = get_op(op_name);
         const int r_slot = centered ? 3 : 2, w_slot = centered ? 4 : 3;
         const int dev = device_of(out[0]);
-        if (!is_float(in[1].dtype()) || !on_device(in, dev)) return cpu_fallback(op, in, out, a);
+        if (!is_floating_point(in[1].dtype()) || !on_device(in, dev))
+          return cpu_fallback(op, in, out, a);
         NoGradGuard no_grad;
-        const ScalarType dt = in[1].dtype(), acc = acc_of(dt);
+        const ScalarType dt = in[1].dtype(), acc = float_accumulator(dt);
         const int64_t n = out[1].numel();
         int64_t rows = n == 0 ? 0 : in[1].numel() / n;
         const Tensor gy = dense(in[0], dt), x = in[1].contiguous();
@@ -236,14 +232,13 @@ KernelFn backward_kernel(const char* op_name, bool centered) {
 }  // namespace
 
 std::string norm_source(NormKernel kind, ScalarType dtype, const std::string& name) {
-  KILN_CHECK(is_float(dtype), "cuda: no norm kernel for ", dtype);
-  std::string kernel = kind == NormKernel::Forward    ? kForward
+  KILN_CHECK(is_floating_point(dtype), "cuda: no norm kernel for ", dtype);
+  const char* kernel = kind == NormKernel::Forward    ? kForward
                        : kind == NormKernel::Backward ? kBackward
                                                       : kColumns;
-  kernel.replace(kernel.find("KERNEL"), 6, name);
-  return "#include <cstdint>\n\n#include \"kiln/core/half.h\"\n\nusing T = " +
-         compiler::storage_type(dtype) + ";\nusing Acc = " + compiler::storage_type(acc_of(dtype)) +
-         ";\n" + kCommon + kernel;
+  return kernel_source("using T = " + compiler::storage_type(dtype) + ";\nusing Acc = " +
+                           compiler::storage_type(float_accumulator(dtype)) + ";\n" + kCommon,
+                       kernel, name);
 }
 
 void register_norm_kernels() {

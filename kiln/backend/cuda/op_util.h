@@ -30,6 +30,9 @@ inline bool is_known_dtype(ScalarType t) {
   return static_cast<int>(t) >= 0 && static_cast<int>(t) < kNumScalarTypes;
 }
 
+// What the floating kernels accumulate in: float64 for float64, else float32.
+inline ScalarType float_accumulator(ScalarType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
+
 // Blocks of `threads` for a grid-stride loop over n elements: one per `threads` elements, at
 // most what stays resident on the device.
 dim3 grid_stride_blocks(int dev, int64_t n, unsigned threads);

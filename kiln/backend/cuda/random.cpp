@@ -187,15 +187,11 @@ KernelText kernel_text(RandomKernel kind) {
 // The bits uniform_ draws for a dtype, so that the value is exact in it.
 int significand_bits(ScalarType dt) { return dt == kFloat16 ? 11 : dt == kBFloat16 ? 8 : 24; }
 
-std::string with_name(std::string kernel, const std::string& name) {
-  return kernel.replace(kernel.find("KERNEL"), 6, name);
-}
-
 // The kernel `name` from `body`, after the includes and `constants` (dtypes and constants).
 std::string source(const char* include, const std::string& constants, const std::string& body,
                    const std::string& name) {
   return std::string("#include <cmath>\n#include <cstdint>\n\n#include \"") + include + "\"\n\n" +
-         constants + with_name(body, name);
+         constants + named_kernel(body, name);
 }
 
 std::string element_types(ScalarType dtype) {

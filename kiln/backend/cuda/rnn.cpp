@@ -450,12 +450,11 @@ std::string rnn_source(RnnKernel kind, RnnCell cell, ScalarType dtype, const std
   KILN_CHECK(kind != RnnKernel::LstmScan || cell == RnnCell::Lstm,
              "rnn_source: the scan kernel is the LSTM's");
   const CellSource c = cell_source(cell);
-  std::string body = kind == RnnKernel::Step           ? c.step
+  const char* body = kind == RnnKernel::Step           ? c.step
                      : kind == RnnKernel::StepBackward ? c.step_backward
                                                        : kLstmScan;
-  body.replace(body.find("KERNEL"), 6, name);
   return "#include <cmath>\n#include <cstdint>\n\nusing T = " + compiler::storage_type(dtype) +
-         ";\n" + kCommon + c.helpers + body;
+         ";\n" + kCommon + c.helpers + named_kernel(body, name);
 }
 
 void register_rnn_kernels() {

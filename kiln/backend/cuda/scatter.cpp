@@ -53,11 +53,6 @@ std::string header(const std::string& types) {
   return "#include <cstdint>\n#include <cstring>\n\n" + std::string(kDeviceAssertSource) + types;
 }
 
-std::string with_name(std::string kernel, const std::string& name) {
-  const size_t at = kernel.find("KERNEL");
-  return kernel.replace(at, 6, name);
-}
-
 // Every scatter: `store(p, v)` (defined before it) puts v into the element at p.
 constexpr const char* kScatter = R"cuda(
 struct ScatterArgs {
@@ -226,7 +221,7 @@ std::string scatter_source(ScatterOp op, ScalarType dtype, ScalarType index,
   if (op == ScatterOp::Assign) {
     return header("using T = " + std::string(unsigned_type(element_size(dtype))) + ";\n" +
                   index_type) +
-           kAssignStore + with_name(kScatter, name);
+           kAssignStore + named_kernel(kScatter, name);
   }
   KILN_CHECK(dtype == kFloat32 || dtype == kFloat64 || dtype == kInt64, "cuda: scatter ",
              op_name(op), " reduces in float32, float64 or int64, not ", dtype);
@@ -235,17 +230,18 @@ std::string scatter_source(ScatterOp op, ScalarType dtype, ScalarType index,
                             index_type;
   const std::string store =
       op == ScatterOp::Sum ? std::string(kAddStore) : combine_source(op) + std::string(kCasStore);
-  return header(types) + store + with_name(kScatter, name);
+  return header(types) + store + named_kernel(kScatter, name);
 }
 
 std::string scatter_mean_source(ScalarType dtype, const std::string& name) {
   KILN_CHECK(dtype == kFloat32 || dtype == kFloat64 || dtype == kInt64,
              "cuda: scatter mean divides float32, float64 or int64, not ", dtype);
-  return "#include <cstdint>\n\nusing T = " + storage_type(dtype) + ";\n" + with_name(kMean, name);
+  return "#include <cstdint>\n\nusing T = " + storage_type(dtype) + ";\n" +
+         named_kernel(kMean, name);
 }
 
 std::string linear_index_source(const std::string& name) {
-  return header("") + with_name(kLinearIndex, name);
+  return header("") + named_kernel(kLinearIndex, name);
 }
 
 namespace {

@@ -132,12 +132,6 @@ bool is_sortable(ScalarType t) {
   }
 }
 
-std::string with_types(const char* body, const std::string& types, const std::string& name) {
-  std::string k = body;
-  k.replace(k.find("KERNEL"), 6, name);
-  return "#include <cstdint>\n\n#include \"kiln/core/half.h\"\n\n" + types + k;
-}
-
 std::string value_types(ScalarType dtype) {
   KILN_CHECK(is_sortable(dtype), "cuda sort: no kernel for dtype ", dtype);
   return "using T = " + compiler::storage_type(dtype) +
@@ -166,7 +160,7 @@ bool sort_rows(const char* op, const Tensor& x, int64_t dim, bool descending, in
   const int dev = device_of(x);
   const std::string name = std::string("kiln_sort_rows_") + std::string(dtype_name(x.dtype()));
   const cudaKernel_t fn = generated_kernel(
-      dev, name, [&] { return with_types(kSortRows, value_types(x.dtype()), name); });
+      dev, name, [&] { return kernel_source(value_types(x.dtype()), kSortRows, name); });
   const void* xp = xc.data_ptr();
   void* vp = values.data_ptr();
   void* ip = indices.data_ptr();
@@ -253,7 +247,7 @@ void searchsorted(const std::vector<Tensor>& in, std::vector<Tensor>& out, const
 }  // namespace
 
 std::string sort_rows_source(ScalarType dtype, const std::string& name) {
-  return with_types(kSortRows, value_types(dtype), name);
+  return kernel_source(value_types(dtype), kSortRows, name);
 }
 
 size_t sort_shared_bytes(ScalarType dtype, int64_t n) {
@@ -267,8 +261,8 @@ size_t sort_shared_bytes(ScalarType dtype, int64_t n) {
 std::string search_source(ScalarType dtype, ScalarType index, const std::string& name) {
   KILN_CHECK(index == kInt32 || index == kInt64, "cuda searchsorted: index dtype ", index,
              " is not int32 or int64");
-  return with_types(
-      kSearch, value_types(dtype) + "using Index = " + compiler::storage_type(index) + ";\n", name);
+  return kernel_source(
+      value_types(dtype) + "using Index = " + compiler::storage_type(index) + ";\n", kSearch, name);
 }
 
 void register_sort_kernels() {
