@@ -36,6 +36,8 @@ void run_node(const Graph& graph, const Node& n, std::vector<Tensor>& values,
   for (int id : n.inputs) args.push_back(id < 0 ? Tensor() : values[id]);
   std::vector<Tensor> outs =
       call_op(*n.op, args, n.symbolic_attrs ? concrete_attrs(n.attrs, symbols) : n.attrs);
+  KILN_CHECK(outs.size() >= n.outputs.size(), "replay: ", n.op->name, " returned ", outs.size(),
+             " outputs where the graph reads ", n.outputs.size());
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     const int id = n.outputs[k];
     if (graph.values[id].wrapped_number) outs[k].impl()->set_wrapped_number(true);
