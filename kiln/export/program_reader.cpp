@@ -2,12 +2,15 @@
 // trusted: every id, name, expression, dtype and tensor is checked before the graph is built.
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "kiln/export/program_format.h"
 #include "kiln/export/sym_expr.h"
 #include "kiln/io/json_cursor.h"
 #include "kiln/ops/registry.h"
+#include "kiln/ops/samples.h"
 
 namespace kiln::export_detail {
 
@@ -23,6 +26,23 @@ std::optional<ScalarType> dtype_from_name(std::string_view name) {
   for (int i = 0; i < kNumScalarTypes; ++i)
     if (dtype_name(static_cast<ScalarType>(i)) == name) return static_cast<ScalarType>(i);
   return std::nullopt;
+}
+
+// The fewest tensor inputs a call of `op` has: the fewest of its op-table samples (every op has
+// samples, and they cover its optional inputs). Kernels index their inputs without checks, so a
+// node with fewer is refused.
+size_t min_tensor_inputs(const OpDef& op) {
+  static std::mutex mutex;
+  static std::unordered_map<const OpDef*, size_t> cache;
+  const std::lock_guard lock(mutex);
+  auto [it, inserted] = cache.try_emplace(&op, 0);
+  if (inserted && op.samples_) {
+    size_t fewest = SIZE_MAX;
+    for (const OpSample& s : op.samples_(op.dtypes_.empty() ? kFloat32 : op.dtypes_.front()))
+      fewest = std::min(fewest, s.inputs.size());
+    it->second = fewest == SIZE_MAX ? 0 : fewest;
+  }
+  return it->second;
 }
 
 class ProgramReader {
@@ -319,6 +339,9 @@ class ProgramReader {
       }
     });
     KILN_IO_CHECK(r_, n.op != nullptr, "node ", graph_.nodes.size(), " has no op");
+    KILN_IO_CHECK(r_, n.inputs.size() >= min_tensor_inputs(*n.op), "node ", graph_.nodes.size(),
+                  " calls ", op, " with ", n.inputs.size(), " tensors; it takes at least ",
+                  min_tensor_inputs(*n.op));
     for (const AttrValue& a : attrs) {
       if (const auto* s = std::get_if<SymInt>(&a)) n.symbolic_attrs |= s->is_symbolic();
       if (const auto* shape = std::get_if<SymShape>(&a))
@@ -405,7 +428,13 @@ class ProgramReader {
         same = v.sizes[d].maybe_int() == t.size(static_cast<int64_t>(d));
       KILN_IO_CHECK(r_, same, "the tensor '", name, "' is ", t.dtype(), t.sizes(),
                     " but the graph reads it as ", compiler::describe_value(v));
-      if (v.device != t.device()) t = t.to(v.device);
+      if (v.device != t.device()) {
+        try {
+          t = t.to(v.device);
+        } catch (const Error& e) {
+          r_.fail("the tensor '", name, "' cannot be put on ", v.device.str(), ": ", e.what());
+        }
+      }
       if (specs[i].kind == ExportedProgram::CapturedSpec::Kind::Parameter)
         t.set_requires_grad(true);
       graph_.captured_tensors.push_back(std::move(t));
