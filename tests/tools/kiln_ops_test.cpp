@@ -121,4 +121,24 @@ TEST(KilnOps, UnknownCommandPrintsUsageAndFails) {
   EXPECT_NE(r.output.find("usage: kiln"), std::string::npos) << r.output;
 }
 
+TEST(KilnInspect, PrintsTheSignatureConstraintsAndOpCounts) {
+  const kiln::Tensor w = kiln::randn({4, 3});
+  auto fn = [w](const kiln::Tensor& x) {
+    return kiln::relu(x.matmul(w)) + kiln::relu(x.matmul(w) * 2);
+  };
+  const std::string path = ::testing::TempDir() + "inspect.kpt";
+  kiln::export_program(fn, {kiln::randn({8, 4})}, {{{0, kiln::Dim("batch", 2, 32)}}}).save(path);
+  CommandResult r = run("'" + kKiln + "' inspect '" + path + "' 2>&1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("input inputs[0]: float32[batch, 4]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("constant _tensor_constant0: float32[4, 3]"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("range batch in [2, 32]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("relu                     2"), std::string::npos) << r.output;
+  r = run("'" + kKiln + "' inspect /nonexistent.kpt 2>&1");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("load_safetensors"), std::string::npos) << r.output;
+  std::remove(path.c_str());
+}
+
 }  // namespace

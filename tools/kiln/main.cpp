@@ -1,6 +1,6 @@
 // The `kiln` command. `kiln ops` lists the op registry; `kiln info` says how the CPU kernels run
 // on this machine; `kiln run` launches the ranks of a distributed program (run.h); `kiln fr`
-// reads flight-recorder dumps (fr.h).
+// reads flight-recorder dumps (fr.h); `kiln inspect` describes an exported program.
 #include <cstring>
 #include <iostream>
 
@@ -28,12 +28,32 @@ int info() {
   return 0;
 }
 
+// `kiln inspect program.kpt`: an exported program's signature, constraints and op counts.
+int inspect(int argc, char** argv) {
+  if (argc != 1) {
+    std::cerr << "usage: kiln inspect PROGRAM.kpt\n";
+    return 2;
+  }
+  try {
+    const kiln::ExportedProgram p = kiln::load_program(argv[0]);
+    const std::string text = p.str();
+    std::cout << text.substr(0, text.find("Graph:\n")) << "ops:\n";
+    for (const auto& [name, count] : p.op_counts())
+      std::printf("  %-24s %d\n", name.c_str(), count);
+  } catch (const kiln::Error& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "info") == 0) return info();
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return kiln::cli::run(argc - 2, argv + 2);
   if (argc >= 2 && std::strcmp(argv[1], "fr") == 0) return kiln::cli::fr(argc - 2, argv + 2);
+  if (argc >= 2 && std::strcmp(argv[1], "inspect") == 0) return inspect(argc - 2, argv + 2);
   if (argc >= 2 && std::strcmp(argv[1], "ops") == 0) {
     bool json = argc >= 3 && std::strcmp(argv[2], "--json") == 0;
     kiln::load_device_backends();  // their kernels fill the device columns
@@ -69,6 +89,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::cerr
-      << "usage: kiln ops [--json] | kiln info | kiln run [-n N] PROGRAM [ARGS...] | kiln fr DIR\n";
+      << "usage: kiln ops [--json] | kiln info | kiln run [-n N] PROGRAM [ARGS...] | kiln fr DIR | "
+         "kiln inspect PROGRAM.kpt\n";
   return 2;
 }
