@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "kiln/io/atomic_file.h"
+#include "kiln/io/json_string.h"
 
 namespace kiln::distributed {
 
@@ -46,22 +47,7 @@ int64_t now_ns() {
       .count();
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
+using io::detail::json_string;
 
 void write_summaries(std::ostream& os, const char* sizes_key, const char* dtypes_key,
                      const std::vector<TensorSummary>& tensors) {

@@ -3,6 +3,7 @@
 #include <variant>
 
 #include "kiln/export/program_format.h"
+#include "kiln/io/json_string.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln::export_detail {
@@ -19,23 +20,7 @@ class JsonWriter {
     out_ += s;
     return *this;
   }
-  JsonWriter& str(std::string_view s) {
-    out_ += '"';
-    for (unsigned char c : s) {
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += static_cast<char>(c);
-      } else if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out_ += buf;
-      } else {
-        out_ += static_cast<char>(c);
-      }
-    }
-    out_ += '"';
-    return *this;
-  }
+  JsonWriter& str(std::string_view s) { return raw(io::detail::json_string(s)); }
   JsonWriter& key(std::string_view k) {
     if (!out_.empty() && out_.back() != '{' && out_.back() != '[') out_ += ',';
     str(k);
