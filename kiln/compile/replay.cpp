@@ -27,21 +27,29 @@ Attrs concrete_attrs(const Attrs& attrs, std::span<const int64_t> symbols) {
   return Attrs(std::move(out));
 }
 
-void run_node(const Graph& graph, const Node& n, std::vector<Tensor>& values,
-              std::span<const int64_t> symbols, std::vector<Tensor>& args) {
+void run_node(const Graph& graph, const Node& n, std::vector<Tensor>& values, const Attrs& attrs,
+              std::vector<Tensor>& args) {
   // A NoGradGuard inside the function switched autograd off for some of its ops.
   std::optional<AutoGradMode> grad_mode;
   if (!n.grad_enabled && GradMode::is_enabled()) grad_mode.emplace(false);
   args.clear();
   for (int id : n.inputs) args.push_back(id < 0 ? Tensor() : values[id]);
-  std::vector<Tensor> outs =
-      call_op(*n.op, args, n.symbolic_attrs ? concrete_attrs(n.attrs, symbols) : n.attrs);
+  std::vector<Tensor> outs = call_op(*n.op, args, attrs);
   KILN_CHECK(outs.size() >= n.outputs.size(), "replay: ", n.op->name, " returned ", outs.size(),
              " outputs where the graph reads ", n.outputs.size());
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     const int id = n.outputs[k];
     if (graph.values[id].wrapped_number) outs[k].impl()->set_wrapped_number(true);
     values[id] = std::move(outs[k]);
+  }
+}
+
+void run_node(const Graph& graph, const Node& n, std::vector<Tensor>& values,
+              std::span<const int64_t> symbols, std::vector<Tensor>& args) {
+  if (n.symbolic_attrs) {
+    run_node(graph, n, values, concrete_attrs(n.attrs, symbols), args);
+  } else {
+    run_node(graph, n, values, n.attrs, args);
   }
 }
 

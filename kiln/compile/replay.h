@@ -17,6 +17,9 @@ std::vector<Tensor> bind_inputs(const Graph& graph, const std::vector<Tensor>& i
 // Runs node n on the eager kernels, storing its outputs in `values` (args: scratch).
 void run_node(const Graph& graph, const Node& n, std::vector<Tensor>& values,
               std::span<const int64_t> symbols, std::vector<Tensor>& args);
+// The same with these attributes in place of the node's.
+void run_node(const Graph& graph, const Node& n, std::vector<Tensor>& values, const Attrs& attrs,
+              std::vector<Tensor>& args);
 std::vector<Tensor> graph_outputs(const Graph& graph, const std::vector<Tensor>& values);
 
 std::vector<Tensor> replay(const Graph& graph, const std::vector<Tensor>& inputs,

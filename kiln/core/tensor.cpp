@@ -23,12 +23,13 @@ int64_t wrap_dim_for(const Tensor& t, int64_t d, const char* what) {
 
 int64_t Tensor::size(int64_t d) const {
   KILN_CHECK(dim() > 0, "size: a 0-dim tensor has no dimension ", d);
-  return checked()->sizes()[wrap_dim_for(*this, d, "size")];
+  // Only this dim is specialised (a symbolic size records a guard on it alone).
+  return checked()->sym_sizes()[wrap_dim_for(*this, d, "size")].guard_int();
 }
 
 int64_t Tensor::stride(int64_t d) const {
   KILN_CHECK(dim() > 0, "stride: a 0-dim tensor has no dimension ", d);
-  return checked()->strides()[wrap_dim_for(*this, d, "stride")];
+  return checked()->sym_strides()[wrap_dim_for(*this, d, "stride")].guard_int();
 }
 
 SymInt Tensor::sym_size(int64_t d) const {

@@ -2,7 +2,10 @@
 
 #include <sstream>
 
+#include "kiln/compile/compile.h"
+#include "kiln/compile/guards.h"
 #include "kiln/compile/replay.h"
+#include "kiln/export/sym_expr.h"
 #include "kiln/ops/registry.h"
 
 namespace kiln {
@@ -95,7 +98,71 @@ std::vector<int64_t> ExportedProgram::check_inputs(const std::vector<Tensor>& in
 
 std::vector<Tensor> ExportedProgram::run(const std::vector<Tensor>& inputs) const {
   const std::vector<int64_t> symbols = check_inputs(inputs);
+  if (compiled_) return compiled_->call({inputs.begin(), inputs.end()});
   return compiler::replay(graph_, inputs, graph_.captured_tensors, symbols);
+}
+
+namespace {
+
+// The graph replayed on traced inputs: each symbolic attribute is rewritten over the traced
+// inputs' sizes (by its text, which names the program's symbols), so the capture stays symbolic.
+std::vector<Tensor> replay_symbolic(const compiler::Graph& graph,
+                                    const std::vector<std::pair<int, int>>& symbol_dims,
+                                    const std::vector<std::string>& names,
+                                    const std::vector<Tensor>& inputs) {
+  std::map<std::string, SymInt> sizes;
+  for (size_t k = 0; k < symbol_dims.size(); ++k)
+    sizes[names[k]] = inputs[symbol_dims[k].first].sym_size(symbol_dims[k].second);
+  const io::detail::Reporter r("ExportedProgram.compile: ");
+  auto rewrite = [&](const SymInt& s) {
+    return s.is_symbolic() ? export_detail::parse_sym_expr(s.str(), sizes, r) : s;
+  };
+  std::vector<Tensor> values = compiler::bind_inputs(graph, inputs, graph.captured_tensors);
+  std::vector<Tensor> args;
+  for (const compiler::Node& n : graph.nodes) {
+    if (!n.symbolic_attrs) {
+      compiler::run_node(graph, n, values, n.attrs, args);
+      continue;
+    }
+    std::vector<AttrValue> attrs;
+    for (size_t i = 0; i < n.attrs.size(); ++i) {
+      const AttrValue& v = n.attrs[i];
+      if (const auto* s = std::get_if<SymInt>(&v)) {
+        attrs.emplace_back(rewrite(*s));
+      } else if (const auto* shape = std::get_if<SymShape>(&v)) {
+        SymShape out;
+        for (const SymInt& x : *shape) out.push_back(rewrite(x));
+        attrs.emplace_back(std::move(out));
+      } else {
+        attrs.push_back(v);
+      }
+    }
+    compiler::run_node(graph, n, values, Attrs(std::move(attrs)), args);
+  }
+  return compiler::graph_outputs(graph, values);
+}
+
+}  // namespace
+
+ExportedProgram& ExportedProgram::compile(CompileOptions options) {
+  std::vector<std::pair<int, int>> symbol_dims(symbols_.size(), {-1, -1});
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+    const SymShape& sizes = graph_.values[graph_.inputs[i]].sizes;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      const int k = symbol_index(sizes[d], symbols_);
+      if (k >= 0 && symbol_dims[k].first < 0)
+        symbol_dims[k] = {static_cast<int>(i), static_cast<int>(d)};
+    }
+  }
+  std::vector<std::string> names;
+  for (int k = 0; k < env_->num_symbols(); ++k) names.push_back(env_->name(k));
+  compiler::FlatFn fn = [graph = graph_, symbol_dims,
+                         names](const std::vector<compiler::Arg>& args) {
+    return replay_symbolic(graph, symbol_dims, names, compiler::flat_tensors(args));
+  };
+  if (options.name().empty()) options.name("exported_program");
+  compiled_ = compiler::make_compiled_function(std::move(fn), std::move(options));
+  return *this;
 }
 
 OrderedDict<std::string, Tensor> ExportedProgram::named(CapturedSpec::Kind kind) const {

@@ -10,9 +10,14 @@
 #include <vector>
 
 #include "kiln/compile/graph.h"
+#include "kiln/compile/options.h"
 #include "kiln/nn/ordered_dict.h"
 
 namespace kiln {
+
+namespace compiler {
+class CompiledFunction;
+}
 
 class ExportedProgram {
  public:
@@ -39,6 +44,10 @@ class ExportedProgram {
   // many threads at once.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const { return run(inputs); }
+  // From now on, run() goes through kiln::compile: the graph is captured again with its sizes
+  // symbolic (so the program's dynamic dims need no recompile) and its ops fused into generated
+  // kernels. The checks on the inputs stay. Copies made after this call share the compiled code.
+  ExportedProgram& compile(CompileOptions options = CompileOptions().dynamic(true));
 
   // As a module's: the tensors themselves, so an optimizer over parameters() trains the program.
   std::vector<Tensor> parameters() const;
@@ -67,6 +76,8 @@ class ExportedProgram {
   const std::vector<CapturedSpec>& captured_specs() const { return captured_; }
   const ShapeEnv& shape_env() const { return *env_; }
   const std::vector<SymInt>& symbols() const { return symbols_; }
+  // What compile() made (null before).
+  const std::shared_ptr<compiler::CompiledFunction>& compiled() const { return compiled_; }
 
  private:
   // The symbols' values for these inputs, checked.
@@ -77,6 +88,7 @@ class ExportedProgram {
   std::vector<SymInt> symbols_;
   compiler::Graph graph_;
   std::vector<CapturedSpec> captured_;
+  std::shared_ptr<compiler::CompiledFunction> compiled_;
 };
 
 // Loads a file that ExportedProgram::save wrote. Everything is validated before it is used: a

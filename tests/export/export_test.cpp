@@ -228,6 +228,32 @@ TEST(Export, RecurrentAndTransformerModelsRunAnyLengthInRange) {
   }
 }
 
+TEST(Export, CompiledProgramRunsEverySizeWithOneCapture) {
+  manual_seed(6);
+  auto model = std::make_shared<MlpImpl>();
+  model->eval();
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    return softmax(gelu(x * 2 + y).reshape({x.size(1), -1}), 1);  // x.size(1) is static
+  };
+  ExportedProgram p = round_trip(export_program(fn, {randn({6, 4}), randn({6, 4})},
+                                                {{{0, Dim("batch")}}, {{0, Dim("batch")}}}));
+  ExportedProgram m = round_trip(export_program(model, {randn({8, 4})}, {{{0, Dim("batch")}}}));
+  p.compile();
+  m.compile();
+  NoGradGuard no_grad;
+  for (int64_t n : {3, 5, 12}) {
+    const Tensor x = randn({n, 4}), y = randn({n, 4});
+    EXPECT_TRUE(allclose(p.run({x, y})[0], fn(x, y), 1e-5, 1e-6)) << n;
+    EXPECT_TRUE(allclose(m.run({x})[0], model->forward(x), 1e-5, 1e-6)) << n;
+  }
+  EXPECT_EQ(p.compiled()->compilations(), 1);
+  EXPECT_EQ(m.compiled()->compilations(), 1);
+  EXPECT_NE(error_of([&] {
+              p.run({randn({1, 4}), randn({1, 4})});
+            }).find("to be >= 2"),
+            std::string::npos);
+}
+
 TEST(Export, FilesFromANewerKilnAndOtherFilesAreRefused) {
   auto fn = [](const Tensor& x) { return x + 1; };
   const std::vector<uint8_t> bytes = export_program(fn, {randn({3})}).to_bytes();
