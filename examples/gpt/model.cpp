@@ -17,7 +17,8 @@ BlockImpl::BlockImpl(const Config& c) : n_head(c.n_head), flex(c.flex) {
 }
 
 Tensor BlockImpl::forward(const Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+  const SymInt B = x.sym_size(0), T = x.sym_size(1);  // symbolic under export or compile
+  const int64_t C = x.size(2);
   auto heads = [&](const Tensor& t) { return t.view({B, T, n_head, C / n_head}).transpose(1, 2); };
   std::vector<Tensor> parts = qkv(ln1(x)).split(C, -1);
   const Tensor q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
@@ -49,10 +50,12 @@ GPTImpl::GPTImpl(const Config& c) : config(c) {
 }
 
 Tensor GPTImpl::forward(const Tensor& idx) {
-  const int64_t T = idx.size(1);
+  // Symbolic, so that a captured or exported GPT takes any length up to block_size.
+  const SymInt T = idx.sym_size(1);
   KILN_CHECK(T <= config.block_size, "GPT: sequence of ", T, " tokens is longer than block_size ",
              config.block_size);
-  Tensor x = tok(idx) + pos(arange(T, TensorOptions(kInt64).device(idx.device())));
+  // The first T rows of the position table: pos(arange(T)) without a gather.
+  Tensor x = tok(idx) + pos->weight.narrow(0, 0, T);
   // Through the holder, so that a block whose compile() was called runs compiled.
   for (const auto& block : *blocks) x = Block(std::static_pointer_cast<BlockImpl>(block))(x);
   // The output layer shares the token embedding's weight (weight tying).

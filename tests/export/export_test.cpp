@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "examples/gpt/model.h"
 #include "kiln/kiln.h"
 
 namespace kiln {
@@ -226,6 +227,27 @@ TEST(Export, RecurrentAndTransformerModelsRunAnyLengthInRange) {
     EXPECT_TRUE(allclose(pg.run({x})[0], gru_fn(x), 1e-5, 1e-6)) << s << "x" << b;
     EXPECT_TRUE(allclose(pt.run({y})[0], layer_fn(y), 1e-5, 1e-5)) << s << "x" << b;
   }
+}
+
+TEST(Export, DemoGptExportsWithDynamicBatchAndLength) {
+  manual_seed(7);
+  gpt::Config config;
+  config.vocab_size = 11;
+  gpt::GPT model(config);
+  model->eval();
+  const Dim batch("batch", 2, 64), seq("seq", 2, config.block_size);
+  const Tensor example = randint(0, config.vocab_size, {4, 8});
+  ExportedProgram p = round_trip(export_program(model, {example}, {{{0, batch}, {1, seq}}}));
+  EXPECT_EQ(p.named_parameters().size(), model->named_parameters().size());
+  NoGradGuard no_grad;
+  for (auto [b, t] : {std::pair<int64_t, int64_t>{2, 2}, {3, 16}, {9, 5}}) {
+    const Tensor idx = randint(0, config.vocab_size, {b, t});
+    EXPECT_TRUE(allclose(p.run({idx})[0], model->forward(idx), 1e-5, 1e-5)) << b << "x" << t;
+  }
+  EXPECT_NE(error_of([&] {
+              p.run({randint(0, 11, {2, 17})});
+            }).find("to be <= 16, but got 17"),
+            std::string::npos);
 }
 
 TEST(Export, CompiledProgramRunsEverySizeWithOneCapture) {
