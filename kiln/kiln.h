@@ -6,6 +6,7 @@
 #include "kiln/autograd/grad_mode.h"
 #include "kiln/autograd/graphed_callables.h"
 #include "kiln/compile/compile.h"
+#include "kiln/compile/control_flow.h"
 #include "kiln/compile/compiled_autograd.h"
 #include "kiln/core/cpu_allocator.h"
 #include "kiln/core/cpu_info.h"

@@ -2,6 +2,7 @@
 // The graph kiln::compile captures: registry ops over values, in the order the function ran them
 // (ARCHITECTURE.md §7). Values are numbered; each is a graph input, a tensor the function
 // captured (a module's parameter, a tensor from its closure), or an output of one node.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct Graph {
   // Inputs and captured tensors the graph writes through views at offsets from the start of
   // their storage (reinplace_input_writes): each must start its storage.
   std::vector<int> written_in_place;
+  // The branches and loop bodies of control-flow nodes (control_flow.h), which name them by
+  // index in their attributes.
+  std::vector<std::shared_ptr<const Graph>> subgraphs;
 
   int add_value(Value v);
   // One line per node: "%3 = mul(%1, %2) : float32[s0, 4]".

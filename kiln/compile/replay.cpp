@@ -1,5 +1,7 @@
 #include "kiln/compile/replay.h"
 
+#include "kiln/compile/control_flow.h"
+
 #include <optional>
 
 #include "kiln/core/dispatch.h"
@@ -72,7 +74,13 @@ std::vector<Tensor> replay(const Graph& graph, const std::vector<Tensor>& inputs
                            const std::vector<Tensor>& captured, std::span<const int64_t> symbols) {
   std::vector<Tensor> values = bind_inputs(graph, inputs, captured);
   std::vector<Tensor> args;
-  for (const Node& n : graph.nodes) run_node(graph, n, values, symbols, args);
+  for (const Node& n : graph.nodes) {
+    if (is_control_flow(*n.op)) {
+      run_control_flow(graph, n, values, symbols);
+    } else {
+      run_node(graph, n, values, symbols, args);
+    }
+  }
   return graph_outputs(graph, values);
 }
 

@@ -48,6 +48,13 @@ class Tracer::Mode final : public DispatchMode {
   Tracer& t_;
 };
 
+thread_local Tracer* Tracer::active_ = nullptr;
+
+int Tracer::add_subgraph(Graph g) {
+  graph_.subgraphs.push_back(std::make_shared<const Graph>(std::move(g)));
+  return static_cast<int>(graph_.subgraphs.size()) - 1;
+}
+
 Tracer::Tracer(ShapeEnv& env) : env_(env), mode_(std::make_shared<Mode>(*this)) {}
 
 Tensor Tracer::add_input(SymShape sizes, SymShape strides, ScalarType dtype, Device device) {

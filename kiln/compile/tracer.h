@@ -27,9 +27,19 @@ class Tracer {
   template <class F>
   auto run(F&& f, CaptureContext* context = nullptr) {
     const CapturingScope capturing(context);
+    const Active active(this);
     ModeGuard guard(mode_);
     return f();
   }
+  // The tracer whose run() is on this thread's stack, innermost first; null outside captures.
+  static Tracer* active() { return active_; }
+  ShapeEnv& shape_env() { return env_; }
+  // Whether kiln::cond and kiln::while_loop on traced values become graph nodes (export) rather
+  // than graph breaks (compile).
+  void allow_control_flow(bool on) { control_flow_ = on; }
+  bool control_flow_allowed() const { return control_flow_; }
+  // Keeps a branch or loop body of a control-flow node; returns its index in graph().subgraphs.
+  int add_subgraph(Graph g);
   // The graph, with these tensors (results of the function) as its outputs.
   Graph finish(const std::vector<Tensor>& outputs);
 
@@ -49,6 +59,13 @@ class Tracer {
 
  private:
   class Mode;
+  struct Active {
+    explicit Active(Tracer* t) : outer(active_) { active_ = t; }
+    ~Active() { active_ = outer; }
+    Tracer* outer;
+  };
+  static thread_local Tracer* active_;
+  bool control_flow_ = false;
   int value_of(const Tensor& t);
   void check_not_sealed(const OpDef& op, const std::vector<Tensor>& inputs);
   // Records a call of `op` as a node and returns its traced outputs.

@@ -183,6 +183,7 @@ ExportedProgram export_flat(compiler::FlatFn fn, const std::vector<Tensor>& exam
   auto env = std::make_shared<ShapeEnv>();
   Symbols symbols;
   compiler::Tracer tracer(*env);
+  tracer.allow_control_flow(true);
   std::vector<compiler::Arg> args;
   for (size_t i = 0; i < example_inputs.size(); ++i) {
     const Tensor& t = example_inputs[i];

@@ -3,8 +3,10 @@
 #include <sstream>
 
 #include "kiln/compile/compile.h"
+#include "kiln/compile/control_flow.h"
 #include "kiln/compile/guards.h"
 #include "kiln/compile/replay.h"
+#include "kiln/core/graph_break.h"
 #include "kiln/export/sym_expr.h"
 #include "kiln/ops/registry.h"
 
@@ -120,6 +122,16 @@ std::vector<Tensor> replay_symbolic(const compiler::Graph& graph,
   std::vector<Tensor> values = compiler::bind_inputs(graph, inputs, graph.captured_tensors);
   std::vector<Tensor> args;
   for (const compiler::Node& n : graph.nodes) {
+    if (compiler::is_control_flow(*n.op)) {
+      // Its predicate is a traced value here: the compiled function runs eagerly, with ints.
+      for (const Tensor& t : inputs)
+        if (t.impl()->is_traced())
+          throw compiler::GraphBreak(n.op->name + " in an exported program runs eagerly");
+      std::vector<int64_t> symbols;
+      for (const std::string& name : names) symbols.push_back(sizes.at(name).guard_int());
+      compiler::run_control_flow(graph, n, values, symbols);
+      continue;
+    }
     if (!n.symbolic_attrs) {
       compiler::run_node(graph, n, values, n.attrs, args);
       continue;

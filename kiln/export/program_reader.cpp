@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "kiln/compile/control_flow.h"
 #include "kiln/export/program_format.h"
 #include "kiln/export/sym_expr.h"
 #include "kiln/io/json_cursor.h"
@@ -20,7 +21,8 @@ using io::detail::JsonCursor;
 using io::detail::JsonNumber;
 using io::detail::Reporter;
 
-constexpr int kMaxDepth = 8;
+constexpr int kMaxDepth = 48;
+constexpr int kMaxControlFlowNesting = 8;
 
 std::optional<ScalarType> dtype_from_name(std::string_view name) {
   for (int i = 0; i < kNumScalarTypes; ++i)
@@ -69,16 +71,7 @@ class ProgramReader {
         array("symbols", 1, [&] { read_symbol(); });
       } else if (key == "guards") {
         array("guards", 1, [&] { read_guard(); });
-      } else if (key == "values") {
-        array("values", 1, [&] { read_value(); });
-      } else if (key == "nodes") {
-        array("nodes", 1, [&] { read_node(); });
-      } else if (key == "inputs") {
-        graph_.inputs = ids("inputs");
-      } else if (key == "captured") {
-        graph_.captured = ids("captured");
-      } else if (key == "outputs") {
-        graph_.outputs = ids("outputs");
+      } else if (graph_key(key, graph_, 0, 0)) {
       } else if (key == "captured_specs") {
         array("captured_specs", 1, [&] { specs.push_back(read_spec()); });
       } else {
@@ -88,7 +81,7 @@ class ProgramReader {
     });
     c_.expect_end();
     KILN_IO_CHECK(r_, key_index >= 2, "the program has no schema version");
-    validate_graph();
+    validate_graph(graph_);
     bind_captured(specs, std::move(weights));
     try {
       return ExportedProgram(env_, symbols_, std::move(graph_), std::move(specs));
@@ -154,17 +147,17 @@ class ProgramReader {
     if (c_.peek() == '"') return parse_sym_expr(string(what), by_name_, r_);
     return SymInt(integer(what));
   }
-  SymShape syms(std::string_view what) {
+  SymShape syms(std::string_view what, int depth) {
     SymShape out;
-    array(what, 4, [&] { out.push_back(sym(what)); });
+    array(what, depth, [&] { out.push_back(sym(what)); });
     return out;
   }
-  std::vector<int> ids(std::string_view what) {
+  std::vector<int> ids(const compiler::Graph& g, std::string_view what, int depth) {
     std::vector<int> out;
-    array(what, 4, [&] {
+    array(what, depth, [&] {
       const int64_t id = integer(what);
-      KILN_IO_CHECK(r_, id >= -1 && id < static_cast<int64_t>(graph_.values.size()), what,
-                    " names the value ", id, ", but the program has ", graph_.values.size(),
+      KILN_IO_CHECK(r_, id >= -1 && id < static_cast<int64_t>(g.values.size()), what,
+                    " names the value ", id, ", but the graph has ", g.values.size(),
                     " values (the values must come before the nodes and lists that use them)");
       out.push_back(static_cast<int>(id));
     });
@@ -237,10 +230,10 @@ class ProgramReader {
     env_->add_guard(std::move(g));
   }
 
-  void read_value() {
+  void read_value(compiler::Graph& g, int depth) {
     compiler::Value v;
     std::string kind;
-    object("a value", 2, [&](const std::string& key) {
+    object("a value", depth, [&](const std::string& key) {
       if (key == "kind") {
         kind = string("a value's kind");
       } else if (key == "dtype") {
@@ -248,16 +241,16 @@ class ProgramReader {
       } else if (key == "device") {
         v.device = device("a value's device");
       } else if (key == "sizes") {
-        v.sizes = syms("a value's sizes");
+        v.sizes = syms("a value's sizes", depth + 1);
       } else if (key == "strides") {
-        v.strides = syms("a value's strides");
+        v.strides = syms("a value's strides", depth + 1);
       } else if (key == "wrapped_number") {
         v.wrapped_number = boolean("wrapped_number");
       } else {
-        c_.skip_value(3);
+        c_.skip_value(depth + 1);
       }
     });
-    const size_t id = graph_.values.size();
+    const size_t id = g.values.size();
     if (kind == "input") {
       v.kind = compiler::Value::Kind::Input;
     } else if (kind == "captured") {
@@ -269,10 +262,10 @@ class ProgramReader {
     KILN_IO_CHECK(r_, v.dtype != ScalarType::Undefined, "value ", id, " has no dtype");
     KILN_IO_CHECK(r_, v.strides.empty() || v.strides.size() == v.sizes.size(), "value ", id,
                   " has ", v.sizes.size(), " sizes but ", v.strides.size(), " strides");
-    graph_.values.push_back(std::move(v));
+    g.values.push_back(std::move(v));
   }
 
-  AttrValue attr(const std::string& op) {
+  AttrValue attr(const std::string& op, int depth) {
     if (c_.peek() == 'n') {
       c_.skip_value(kMaxDepth - 1);
       return std::monostate{};
@@ -280,7 +273,7 @@ class ProgramReader {
     AttrValue out;
     int keys = 0;
     const std::string what = "an attribute of " + op;
-    object(what, 4, [&](const std::string& key) {
+    object(what, depth, [&](const std::string& key) {
       KILN_IO_CHECK(r_, keys++ == 0, what, " has more than one key");
       if (key == "bool") {
         out = boolean(what);
@@ -297,10 +290,10 @@ class ProgramReader {
       } else if (key == "sym") {
         out = sym(what);
       } else if (key == "syms") {
-        out = syms(what);
+        out = syms(what, depth + 1);
       } else if (key == "ints") {
         std::vector<int64_t> v;
-        array(what, 5, [&] { v.push_back(integer(what)); });
+        array(what, depth + 1, [&] { v.push_back(integer(what)); });
         out = std::move(v);
       } else if (key == "str") {
         out = string(what);
@@ -316,30 +309,31 @@ class ProgramReader {
     return out;
   }
 
-  void read_node() {
+  void read_node(compiler::Graph& g, int depth) {
     compiler::Node n;
     std::string op;
     std::vector<AttrValue> attrs;
-    object("a node", 2, [&](const std::string& key) {
+    object("a node", depth, [&](const std::string& key) {
       if (key == "op") {
         op = string("a node's op");
         n.op = find_op(op);
+        if (n.op == nullptr) n.op = compiler::control_flow_op(op);
         KILN_IO_CHECK(r_, n.op != nullptr, "the op '", op, "' is not one of this Kiln's ops");
       } else if (key == "inputs") {
-        n.inputs = ids("a node's inputs");
+        n.inputs = ids(g, "a node's inputs", depth + 1);
       } else if (key == "outputs") {
-        n.outputs = ids("a node's outputs");
+        n.outputs = ids(g, "a node's outputs", depth + 1);
       } else if (key == "attrs") {
         KILN_IO_CHECK(r_, n.op != nullptr, "a node's attrs come before its op");
-        array("a node's attrs", 3, [&] { attrs.push_back(attr(op)); });
+        array("a node's attrs", depth + 1, [&] { attrs.push_back(attr(op, depth + 2)); });
       } else if (key == "grad_enabled") {
         n.grad_enabled = boolean("grad_enabled");
       } else {
-        c_.skip_value(3);
+        c_.skip_value(depth + 1);
       }
     });
-    KILN_IO_CHECK(r_, n.op != nullptr, "node ", graph_.nodes.size(), " has no op");
-    KILN_IO_CHECK(r_, n.inputs.size() >= min_tensor_inputs(*n.op), "node ", graph_.nodes.size(),
+    KILN_IO_CHECK(r_, n.op != nullptr, "node ", g.nodes.size(), " has no op");
+    KILN_IO_CHECK(r_, n.inputs.size() >= min_tensor_inputs(*n.op), "node ", g.nodes.size(),
                   " calls ", op, " with ", n.inputs.size(), " tensors; it takes at least ",
                   min_tensor_inputs(*n.op));
     for (const AttrValue& a : attrs) {
@@ -348,7 +342,37 @@ class ProgramReader {
         for (const SymInt& s : *shape) n.symbolic_attrs |= s.is_symbolic();
     }
     n.attrs = Attrs(std::move(attrs));
-    graph_.nodes.push_back(std::move(n));
+    g.nodes.push_back(std::move(n));
+  }
+
+  // Reads one of a graph's own keys into g (`depth`: the graph object's nesting; `level`: how
+  // many control-flow nodes it is inside). False for other keys.
+  bool graph_key(const std::string& key, compiler::Graph& g, int depth, int level) {
+    if (key == "values") {
+      array("values", depth + 1, [&] { read_value(g, depth + 2); });
+    } else if (key == "nodes") {
+      array("nodes", depth + 1, [&] { read_node(g, depth + 2); });
+    } else if (key == "inputs") {
+      g.inputs = ids(g, "inputs", depth + 1);
+    } else if (key == "captured") {
+      g.captured = ids(g, "captured", depth + 1);
+    } else if (key == "outputs") {
+      g.outputs = ids(g, "outputs", depth + 1);
+    } else if (key == "subgraphs") {
+      KILN_IO_CHECK(r_, level < kMaxControlFlowNesting, "control flow is nested more than ",
+                    kMaxControlFlowNesting, " deep");
+      array("subgraphs", depth + 1, [&] {
+        compiler::Graph sub;
+        object("a subgraph", depth + 2, [&](const std::string& k) {
+          if (!graph_key(k, sub, depth + 2, level + 1)) c_.skip_value(depth + 3);
+        });
+        validate_graph(sub);
+        g.subgraphs.push_back(std::make_shared<const compiler::Graph>(std::move(sub)));
+      });
+    } else {
+      return false;
+    }
+    return true;
   }
 
   ExportedProgram::CapturedSpec read_spec() {
@@ -376,24 +400,24 @@ class ProgramReader {
 
   // Every value is defined once before it is read: inputs and captured tensors by their lists,
   // the rest by the one node that makes it, earlier in the order.
-  void validate_graph() {
-    std::vector<char> defined(graph_.values.size(), 0);
+  void validate_graph(compiler::Graph& g) {
+    std::vector<char> defined(g.values.size(), 0);
     auto define = [&](const std::vector<int>& list, compiler::Value::Kind kind, const char* what) {
       for (size_t i = 0; i < list.size(); ++i) {
         const int id = list[i];
-        KILN_IO_CHECK(r_, id >= 0 && graph_.values[id].kind == kind && !defined[id], what, "[", i,
+        KILN_IO_CHECK(r_, id >= 0 && g.values[id].kind == kind && !defined[id], what, "[", i,
                       "] = ", id, " is not a ", what, " value, or is listed twice");
         defined[id] = 1;
-        graph_.values[id].producer = static_cast<int>(i);
+        g.values[id].producer = static_cast<int>(i);
       }
     };
-    define(graph_.inputs, compiler::Value::Kind::Input, "input");
-    define(graph_.captured, compiler::Value::Kind::Captured, "captured");
-    for (size_t i = 0; i < graph_.values.size(); ++i)
-      KILN_IO_CHECK(r_, defined[i] || graph_.values[i].kind == compiler::Value::Kind::NodeOutput,
+    define(g.inputs, compiler::Value::Kind::Input, "input");
+    define(g.captured, compiler::Value::Kind::Captured, "captured");
+    for (size_t i = 0; i < g.values.size(); ++i)
+      KILN_IO_CHECK(r_, defined[i] || g.values[i].kind == compiler::Value::Kind::NodeOutput,
                     "value ", i, " is an input or captured value that no list names");
-    for (size_t k = 0; k < graph_.nodes.size(); ++k) {
-      const compiler::Node& n = graph_.nodes[k];
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const compiler::Node& n = g.nodes[k];
       for (int id : n.inputs)
         KILN_IO_CHECK(r_, id < 0 || defined[id], "node ", k, " (", n.op->name, ") reads value ", id,
                       " before anything defines it");
@@ -402,10 +426,10 @@ class ProgramReader {
         KILN_IO_CHECK(r_, id >= 0 && !defined[id], "node ", k, " (", n.op->name, ") defines value ",
                       id, ", which is undefined or already defined");
         defined[id] = 1;
-        graph_.values[id].producer = static_cast<int>(k);
+        g.values[id].producer = static_cast<int>(k);
       }
     }
-    for (int id : graph_.outputs)
+    for (int id : g.outputs)
       KILN_IO_CHECK(r_, id < 0 || defined[id], "output value ", id, " is never defined");
   }
 

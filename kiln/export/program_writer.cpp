@@ -114,6 +114,32 @@ void write_value(JsonWriter& w, const compiler::Value& v) {
   w.raw("}");
 }
 
+// The graph's keys: values, nodes, inputs, captured, outputs and, for control flow, subgraphs
+// (each a graph object of its own).
+void write_graph(JsonWriter& w, const compiler::Graph& g) {
+  w.key("values").raw("[");
+  for (const compiler::Value& v : g.values) write_value(w.next(), v);
+  w.raw("]").key("nodes").raw("[");
+  for (const compiler::Node& n : g.nodes) {
+    w.next().raw("{").key("op").str(n.op->name).key("inputs").ints(n.inputs);
+    w.key("attrs").raw("[");
+    for (size_t i = 0; i < n.attrs.size(); ++i) write_attr(w.next(), n.attrs[i], n.op->name);
+    w.raw("]").key("outputs").ints(n.outputs);
+    if (!n.grad_enabled) w.key("grad_enabled").raw("false");
+    w.raw("}");
+  }
+  w.raw("]").key("inputs").ints(g.inputs).key("captured").ints(g.captured);
+  w.key("outputs").ints(g.outputs);
+  if (g.subgraphs.empty()) return;
+  w.key("subgraphs").raw("[");
+  for (const auto& sub : g.subgraphs) {
+    w.next().raw("{");
+    write_graph(w, *sub);
+    w.raw("}");
+  }
+  w.raw("]");
+}
+
 }  // namespace
 
 std::string program_to_json(const ExportedProgram& program) {
@@ -132,19 +158,8 @@ std::string program_to_json(const ExportedProgram& program) {
         kRelNames[static_cast<int>(guard.rel)]);
     w.key("rhs").sym(guard.rhs).key("origin").str(guard.origin).raw("}");
   }
-  w.raw("]").key("values").raw("[");
-  for (const compiler::Value& v : g.values) write_value(w.next(), v);
-  w.raw("]").key("nodes").raw("[");
-  for (const compiler::Node& n : g.nodes) {
-    w.next().raw("{").key("op").str(n.op->name).key("inputs").ints(n.inputs);
-    w.key("attrs").raw("[");
-    for (size_t i = 0; i < n.attrs.size(); ++i) write_attr(w.next(), n.attrs[i], n.op->name);
-    w.raw("]").key("outputs").ints(n.outputs);
-    if (!n.grad_enabled) w.key("grad_enabled").raw("false");
-    w.raw("}");
-  }
-  w.raw("]").key("inputs").ints(g.inputs).key("captured").ints(g.captured);
-  w.key("outputs").ints(g.outputs);
+  w.raw("]");
+  write_graph(w, g);
   w.key("captured_specs").raw("[");
   for (const ExportedProgram::CapturedSpec& s : program.captured_specs())
     w.next()
