@@ -20,8 +20,16 @@ configure: $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+# onnxruntime (PyPI) for tests/export/onnx_test.cpp, in a venv under the build folder; where it
+# cannot be installed the ONNX tests skip and say why.
+ONNXRT_VENV := $(abspath $(BUILD))/onnxrt-venv
+ONNXRT_PACKAGES ?= onnxruntime==1.32.0 numpy==2.4.6 onnx==1.23.2
+$(ONNXRT_VENV)/.installed: | deps
+	@python3 -m venv $(ONNXRT_VENV) && $(ONNXRT_VENV)/bin/pip install -q $(ONNXRT_PACKAGES) && touch $@ \
+	  || echo "kiln: could not install onnxruntime into $(ONNXRT_VENV); the ONNX export tests will skip"
+
+test: build $(ONNXRT_VENV)/.installed
+	cd $(BUILD) && KILN_ONNXRUNTIME_PYTHON=$(ONNXRT_VENV)/bin/python ctest --output-on-failure -j $(JOBS)
 
 demo: build
 	$(BUILD)/examples/demo $(ARGS)
@@ -43,13 +51,14 @@ clean:
 # instrumented itself, tests/CMakeLists.txt).
 SANITIZE_BUILD ?= build-sanitize
 .PHONY: test-sanitize
-test-sanitize: deps
+test-sanitize: deps $(ONNXRT_VENV)/.installed
 	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_SANITIZE=ON -DKILN_CUDA=OFF \
 	  -DKILN_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	cd $(SANITIZE_BUILD) && \
 	  ASAN_OPTIONS=allocator_may_return_null=1:verify_asan_link_order=0:detect_leaks=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+	  UBSAN_OPTIONS=print_stacktrace=1 KILN_ONNXRUNTIME_PYTHON=$(ONNXRT_VENV)/bin/python \
+	  ctest --output-on-failure -j $(JOBS)
 
 # libFuzzer harnesses (fuzz/), built with clang and run for FUZZ_SECONDS each in $(FUZZ_BUILD)/.
 FUZZ_SECONDS ?= 300

@@ -11,6 +11,8 @@ need=(
   libopenblas0-openmp            # OpenBLAS on Kiln's OpenMP threads (CMakeLists.txt says why)
   nlohmann-json3-dev             # JSON
   libgloo-dev                    # collectives on the CPU (kiln::distributed)
+  libonnx-dev libprotobuf-dev    # ONNX export: ONNX's protobuf classes and checker
+  python3-venv                   # the onnxruntime venv of the ONNX export tests (make test)
   libgtest-dev libgmock-dev      # tests
   libbenchmark-dev               # benchmarks
 )

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -121,7 +122,7 @@ TEST(KilnOps, UnknownCommandPrintsUsageAndFails) {
   EXPECT_NE(r.output.find("usage: kiln"), std::string::npos) << r.output;
 }
 
-TEST(KilnInspect, PrintsTheSignatureConstraintsAndOpCounts) {
+TEST(KilnInspect, PrintsTheSignatureConstraintsAndOpCountsAndExportsOnnx) {
   const kiln::Tensor w = kiln::randn({4, 3});
   auto fn = [w](const kiln::Tensor& x) {
     return kiln::relu(x.matmul(w)) + kiln::relu(x.matmul(w) * 2);
@@ -135,6 +136,11 @@ TEST(KilnInspect, PrintsTheSignatureConstraintsAndOpCounts) {
       << r.output;
   EXPECT_NE(r.output.find("range batch in [2, 32]"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("relu                     2"), std::string::npos) << r.output;
+  const std::string onnx = ::testing::TempDir() + "inspect.onnx";
+  r = run("'" + kKiln + "' export --onnx '" + path + "' '" + onnx + "' 2>&1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_GT(std::filesystem::file_size(onnx), 48u);  // the weights and the graph
+  std::remove(onnx.c_str());
   r = run("'" + kKiln + "' inspect /nonexistent.kpt 2>&1");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("load_safetensors"), std::string::npos) << r.output;

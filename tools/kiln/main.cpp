@@ -1,12 +1,14 @@
 // The `kiln` command. `kiln ops` lists the op registry; `kiln info` says how the CPU kernels run
 // on this machine; `kiln run` launches the ranks of a distributed program (run.h); `kiln fr`
-// reads flight-recorder dumps (fr.h); `kiln inspect` describes an exported program.
+// reads flight-recorder dumps (fr.h); `kiln inspect` describes an exported program and `kiln export
+// --onnx` writes it as ONNX.
 #include <cstring>
 #include <iostream>
 
 #include "kiln/backend/cpu/blas.h"
 #include "kiln/backend/cpu/cpu_capability.h"
 #include "kiln/core/device_backend.h"
+#include "kiln/export/onnx.h"
 #include "kiln/kiln.h"
 #include "kiln/ops/registry.h"
 #include "tools/kiln/fr.h"
@@ -47,6 +49,21 @@ int inspect(int argc, char** argv) {
   return 0;
 }
 
+// `kiln export --onnx PROGRAM.kpt OUT.onnx`: an exported program as an ONNX model.
+int export_onnx(int argc, char** argv) {
+  if (argc != 3 || std::strcmp(argv[0], "--onnx") != 0) {
+    std::cerr << "usage: kiln export --onnx PROGRAM.kpt OUT.onnx\n";
+    return 2;
+  }
+  try {
+    kiln::onnx::save(kiln::load_program(argv[1]), argv[2]);
+  } catch (const kiln::Error& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,6 +71,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return kiln::cli::run(argc - 2, argv + 2);
   if (argc >= 2 && std::strcmp(argv[1], "fr") == 0) return kiln::cli::fr(argc - 2, argv + 2);
   if (argc >= 2 && std::strcmp(argv[1], "inspect") == 0) return inspect(argc - 2, argv + 2);
+  if (argc >= 2 && std::strcmp(argv[1], "export") == 0) return export_onnx(argc - 2, argv + 2);
   if (argc >= 2 && std::strcmp(argv[1], "ops") == 0) {
     bool json = argc >= 3 && std::strcmp(argv[2], "--json") == 0;
     kiln::load_device_backends();  // their kernels fill the device columns
@@ -90,6 +108,6 @@ int main(int argc, char** argv) {
   }
   std::cerr
       << "usage: kiln ops [--json] | kiln info | kiln run [-n N] PROGRAM [ARGS...] | kiln fr DIR | "
-         "kiln inspect PROGRAM.kpt\n";
+         "kiln inspect PROGRAM.kpt | kiln export --onnx PROGRAM.kpt OUT.onnx\n";
   return 2;
 }
