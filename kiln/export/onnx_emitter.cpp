@@ -135,23 +135,12 @@ std::string Emitter::captured(const compiler::Value& v) {
   auto it = captured_names_.find(v.producer);
   if (it != captured_names_.end()) return it->second;
   const std::string name = program_.captured_specs().at(v.producer).name;
-  const Tensor& t = program_.graph().captured_tensors.at(v.producer);
-  ::onnx::TensorProto* p = graph_.add_initializer();
-  p->set_name(name);
-  p->set_data_type(onnx_dtype(t.dtype()));
-  for (int64_t d : t.sizes()) p->add_dims(d);
-  {
-    NoGradGuard no_grad;
-    const Tensor c = t.cpu().contiguous();
-    p->set_raw_data(c.data_ptr(), c.nbytes());
-  }
-  written_.insert(name);
+  write_initializer(program_.graph().captured_tensors.at(v.producer), name);
   captured_names_.emplace(v.producer, name);
   return name;
 }
 
-std::string Emitter::initializer(const Tensor& t, std::string_view hint) {
-  const std::string name = fresh(hint);
+void Emitter::write_initializer(const Tensor& t, const std::string& name) {
   ::onnx::TensorProto* p = graph_.add_initializer();
   p->set_name(name);
   p->set_data_type(onnx_dtype(t.dtype()));
@@ -160,6 +149,11 @@ std::string Emitter::initializer(const Tensor& t, std::string_view hint) {
   const Tensor c = t.cpu().contiguous();
   p->set_raw_data(c.data_ptr(), c.nbytes());
   written_.insert(name);
+}
+
+std::string Emitter::initializer(const Tensor& t, std::string_view hint) {
+  const std::string name = fresh(hint);
+  write_initializer(t, name);
   return name;
 }
 

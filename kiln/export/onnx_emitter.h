@@ -75,6 +75,8 @@ class Emitter {
   void cast_into(const std::string& out, const std::string& name, ScalarType from, ScalarType to);
 
  private:
+  // Adds t, as its row-major bytes, to the model as the initializer `name`.
+  void write_initializer(const Tensor& t, const std::string& name);
   // prefix + n, appended (GCC 12 warns falsely about "literal" + std::string at -O3).
   static std::string numbered(std::string prefix, int64_t n) {
     prefix += std::to_string(n);

@@ -3,26 +3,15 @@
 #include <gtest/gtest.h>
 
 #include "kiln/kiln.h"
+#include "tests/export/export_test_util.h"
 
 namespace kiln {
 namespace {
 
 using Tensors = std::vector<Tensor>;
 
-ExportedProgram round_trip(const ExportedProgram& p) {
-  const std::vector<uint8_t> bytes = p.to_bytes();
-  return load_program_from_bytes(bytes.data(), bytes.size());
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
+using testing::round_trip;
 
 // sin(x) * w where x sums positive, else cos(x) - 1.
 Tensor branchy(const Tensor& x, const Tensor& w) {

@@ -7,6 +7,7 @@
 
 #include "examples/gpt/model.h"
 #include "kiln/kiln.h"
+#include "tests/export/export_test_util.h"
 
 namespace kiln {
 namespace {
@@ -17,20 +18,8 @@ std::string temp_path(const std::string& name) {
       .string();
 }
 
-ExportedProgram round_trip(const ExportedProgram& p) {
-  const std::vector<uint8_t> bytes = p.to_bytes();
-  return load_program_from_bytes(bytes.data(), bytes.size());
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
+using testing::round_trip;
 
 TEST(Export, FunctionWithDynamicBatchRunsEverySizeInRange) {
   manual_seed(0);

@@ -15,6 +15,7 @@
 #include "kiln/export/onnx.h"
 #include "kiln/kiln.h"
 #include "kiln/ops/registry.h"
+#include "tests/export/export_test_util.h"
 
 namespace kiln {
 namespace {
@@ -189,15 +190,7 @@ std::string check_program(const std::string& name, const ExportedProgram& progra
   return signature;
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 template <class Tuple>
 std::vector<Tensor> as_vector(const Tuple& t) {
