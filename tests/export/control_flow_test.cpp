@@ -59,6 +59,25 @@ TEST(ControlFlow, GradientsFlowThroughTheTakenBranch) {
   }
 }
 
+// A file whose cond node claims more captured tensors than it has inputs (a count near INT64_MAX
+// once overflowed the check and read past the inputs).
+TEST(ControlFlow, AHostileNodeCountIsAnErrorNotACrash) {
+  const Tensor w = randn({3});
+  auto fn = [w](const Tensor& x) { return branchy(x, w); };
+  const std::vector<uint8_t> bytes = export_program(fn, {rand({4, 3})}).to_bytes();
+  io::SafetensorsFile file = io::from_safetensors_bytes(bytes);
+  std::string& json = file.metadata["kiln.program"];
+  const size_t node = json.find("\"op\":\"cond\"");
+  ASSERT_NE(node, std::string::npos);
+  size_t at = json.find("\"attrs\":[", node);
+  for (int k = 0; k < 4; ++k) at = json.find("{\"int\":", at + 1);  // the fourth: captured count
+  const size_t end = json.find('}', at);
+  json.replace(at, end - at + 1, "{\"int\":9223372036854775807}");
+  const std::vector<uint8_t> hostile = io::to_safetensors_bytes(file.tensors, file.metadata);
+  const ExportedProgram p = load_program_from_bytes(hostile.data(), hostile.size());
+  EXPECT_NE(error_of([&] { p.run({rand({4, 3})}); }).find("do not hold"), std::string::npos);
+}
+
 TEST(ControlFlow, BranchesMustAgreeAndMayReadOuterValues) {
   auto shapes = [](const Tensor& x) {
     return cond(
