@@ -10,23 +10,27 @@
 
 namespace kiln::compiler {
 
-Attrs concrete_attrs(const Attrs& attrs, std::span<const int64_t> symbols) {
+Attrs map_sizes(const Attrs& attrs, const std::function<SymInt(const SymInt&)>& f) {
   std::vector<AttrValue> out;
   out.reserve(attrs.size());
   for (size_t i = 0; i < attrs.size(); ++i) {
     const AttrValue& v = attrs[i];
     if (const auto* s = std::get_if<SymInt>(&v)) {
-      out.emplace_back(SymInt(s->evaluate(symbols)));
+      out.emplace_back(f(*s));
     } else if (const auto* shape = std::get_if<SymShape>(&v)) {
       SymShape c;
       c.reserve(shape->size());
-      for (const SymInt& x : *shape) c.emplace_back(x.evaluate(symbols));
+      for (const SymInt& x : *shape) c.push_back(f(x));
       out.emplace_back(std::move(c));
     } else {
       out.push_back(v);
     }
   }
   return Attrs(std::move(out));
+}
+
+Attrs concrete_attrs(const Attrs& attrs, std::span<const int64_t> symbols) {
+  return map_sizes(attrs, [symbols](const SymInt& s) { return SymInt(s.evaluate(symbols)); });
 }
 
 void run_node(const Graph& graph, const Node& n, std::vector<Tensor>& values, const Attrs& attrs,

@@ -1,6 +1,7 @@
 #pragma once
 // The "eager" backend: runs a captured graph op by op through the dispatcher, on the eager
 // kernels, with the symbolic sizes in attributes evaluated for this call.
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -8,6 +9,8 @@
 
 namespace kiln::compiler {
 
+// The attributes with every size (SymInt, and each element of a SymShape) replaced by f(size).
+Attrs map_sizes(const Attrs& attrs, const std::function<SymInt(const SymInt&)>& f);
 // The attributes with their symbolic sizes evaluated for this call.
 Attrs concrete_attrs(const Attrs& attrs, std::span<const int64_t> symbols);
 // The values of a call: graph inputs and captured tensors (this call's, in the order of

@@ -136,20 +136,7 @@ std::vector<Tensor> replay_symbolic(const compiler::Graph& graph,
       compiler::run_node(graph, n, values, n.attrs, args);
       continue;
     }
-    std::vector<AttrValue> attrs;
-    for (size_t i = 0; i < n.attrs.size(); ++i) {
-      const AttrValue& v = n.attrs[i];
-      if (const auto* s = std::get_if<SymInt>(&v)) {
-        attrs.emplace_back(rewrite(*s));
-      } else if (const auto* shape = std::get_if<SymShape>(&v)) {
-        SymShape out;
-        for (const SymInt& x : *shape) out.push_back(rewrite(x));
-        attrs.emplace_back(std::move(out));
-      } else {
-        attrs.push_back(v);
-      }
-    }
-    compiler::run_node(graph, n, values, Attrs(std::move(attrs)), args);
+    compiler::run_node(graph, n, values, compiler::map_sizes(n.attrs, rewrite), args);
   }
   return compiler::graph_outputs(graph, values);
 }
