@@ -158,6 +158,12 @@ struct Interval {
 std::optional<Interval> bounds(const SymInt& s) {
   constexpr __int128 kCap = static_cast<__int128>(1) << 100;
   auto clamp = [&](__int128 v) { return std::max(-kCap, std::min(kCap, v)); };
+  // a * b saturated at +-kCap: |a| <= kCap and |b| < 2^63, so the product itself may overflow.
+  auto mul = [&](__int128 a, __int128 b) -> __int128 {
+    const __int128 abs_a = a < 0 ? -a : a, abs_b = b < 0 ? -b : b;
+    if (abs_a != 0 && abs_b > kCap / abs_a) return (a < 0) != (b < 0) ? -kCap : kCap;
+    return a * b;
+  };
   if (!s.is_symbolic()) return Interval{*s.maybe_int(), *s.maybe_int()};
   Interval total{0, 0};
   for (const auto& t : s.node()->terms) {
@@ -165,10 +171,10 @@ std::optional<Interval> bounds(const SymInt& s) {
     for (const auto& a : t.atoms) {
       if (a->kind != SymAtom::Kind::Symbol) return std::nullopt;
       const SymbolRange& r = a->env->range(a->id);
-      lo = clamp(lo * r.min);
-      hi = clamp(hi * r.max);
+      lo = mul(lo, r.min);
+      hi = mul(hi, r.max);
     }
-    const __int128 x = clamp(lo * t.coeff), y = clamp(hi * t.coeff);
+    const __int128 x = mul(lo, t.coeff), y = mul(hi, t.coeff);
     total.lo = clamp(total.lo + std::min(x, y));
     total.hi = clamp(total.hi + std::max(x, y));
   }
@@ -288,15 +294,30 @@ SymInt SymInt::mod(const SymInt& a, const SymInt& b) {
   return make_opaque(SymAtom::Kind::Mod, a, b, "%");
 }
 
+namespace {
+
+// Whether a <= b (true) or a >= b (false) holds for all the symbols' values, by their ranges.
+std::optional<bool> ordered(const SymInt& a, const SymInt& b) {
+  const SymInt d = a - b;
+  if (auto v = d.maybe_int()) return *v <= 0;
+  if (auto r = bounds(d)) {
+    if (r->hi <= 0) return true;
+    if (r->lo >= 0) return false;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 SymInt SymInt::min(const SymInt& a, const SymInt& b) {
   if (!a.node_ && !b.node_) return SymInt(std::min(a.v_, b.v_));
-  if (auto d = (a - b).maybe_int()) return *d <= 0 ? a : b;
+  if (auto le = ordered(a, b)) return *le ? a : b;  // min(s, 1) is 1 where s >= 2
   return make_opaque(SymAtom::Kind::Min, a, b, "min");
 }
 
 SymInt SymInt::max(const SymInt& a, const SymInt& b) {
   if (!a.node_ && !b.node_) return SymInt(std::max(a.v_, b.v_));
-  if (auto d = (a - b).maybe_int()) return *d >= 0 ? a : b;
+  if (auto le = ordered(a, b)) return *le ? b : a;  // max(s, 1) is s where s >= 1
   return make_opaque(SymAtom::Kind::Max, a, b, "max");
 }
 

@@ -65,8 +65,11 @@ bool TensorImpl::is_contiguous() const {
     if (auto n = s.maybe_int(); n && *n == 0) return true;
   SymInt expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
-    if (sizes_[d] == 1) continue;
-    if (strides_[d] != expected) return false;
+    // The stride first: a dim whose stride is the contiguous one needs no guard on its size.
+    if (!strides_[d].same_as(expected)) {
+      if (sizes_[d] == 1) continue;
+      if (strides_[d] != expected) return false;
+    }
     expected = expected * sizes_[d];
   }
   return true;

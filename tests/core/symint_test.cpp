@@ -108,6 +108,31 @@ TEST(ShapeEnv, RangesDecideComparisonsWithoutGuards) {
   EXPECT_THROW(env.create_symbol(1, "", SymbolRange{2, 10}), Error);
 }
 
+// min and max are decided by the ranges where they can be: a contiguous stride's max(s, 1) is s.
+TEST(ShapeEnv, MinAndMaxAreDecidedByRanges) {
+  ShapeEnv env;
+  SymInt s = env.create_symbol(4, "", SymbolRange{2, INT64_MAX});
+  SymInt t = env.create_symbol(3, "", SymbolRange{0, 10});
+  EXPECT_TRUE(SymInt::max(s, 1).same_as(s));
+  EXPECT_TRUE(SymInt::min(s, 1).same_as(SymInt(1)));
+  EXPECT_TRUE(SymInt::max(8 * s, 16).same_as(8 * s));
+  EXPECT_EQ(SymInt::max(t, 1).str(), "max(s1, 1)");  // t may be 0
+  EXPECT_TRUE(env.guards().empty());
+}
+
+// Products of three unbounded symbols exceed any fixed width: their bounds saturate instead of
+// wrapping into an interval that decides the comparison wrongly without a guard.
+TEST(ShapeEnv, UnboundedProductsDoNotWrapTheirBounds) {
+  ShapeEnv env;
+  const SymbolRange unbounded{2, INT64_MAX};
+  SymInt a = env.create_symbol(5, "", unbounded), b = env.create_symbol(3, "", unbounded),
+         c = env.create_symbol(8, "", unbounded);
+  EXPECT_TRUE(SymInt(120) == a * b * c);
+  EXPECT_TRUE(a * b * c * a >= 16);  // decided by the ranges
+  EXPECT_FALSE(a * b * c * a * b < 0);
+  ASSERT_EQ(env.guards().size(), 1u);  // the equality, on the hints
+}
+
 TEST(ShapeEnv, GuardsAreStructuredAndCheckedAgainstNewValues) {
   ShapeEnv env;
   SymInt s0 = env.create_symbol(8), s1 = env.create_symbol(3);
