@@ -28,6 +28,7 @@
 #include "kiln/distributed/dtensor.h"
 #include "kiln/distributed/functional.h"
 #include "kiln/export/export.h"
+#include "kiln/export/aot.h"
 #include "kiln/io/archive.h"
 #include "kiln/io/checkpoint.h"
 #include "kiln/io/io.h"

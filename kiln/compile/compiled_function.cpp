@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "kiln/compile/captured_state.h"
+#include "kiln/compile/codegen/prebuilt_kernels.h"
 #include "kiln/compile/codegen/program.h"
 #include "kiln/compile/compiled_backward.h"
 #include "kiln/compile/joint.h"
@@ -156,8 +157,13 @@ void CompiledFunction::reset() {
   std::lock_guard<std::mutex> lock(mu_);
   entries_.clear();
   eager_reason_.reset();
-  policy_ = DynamicPolicy{options_.dynamic(), {}};
+  policy_ = DynamicPolicy{options_.dynamic(), {}, policy_.marks};
   first_sizes_.clear();
+}
+
+void CompiledFunction::set_dim_marks(std::map<std::pair<int, int>, DimMark> marks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  policy_.marks = std::move(marks);
 }
 
 void CompiledFunction::set_captured_source(std::shared_ptr<CapturedSource> source) {
@@ -273,6 +279,8 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
       why = e.what();
     } catch (const DataDependentError& e) {
       why = e.what();
+    } catch (const KernelsUnavailable& e) {
+      why = e.what();
     }
     if (!why.empty()) {
       log(LogKind::Perf, name_ + " runs on the eager kernels, which record the backward: " + why);
@@ -292,8 +300,13 @@ CompiledFunction::Capture CompiledFunction::capture_graph(
                             std::to_string(stats.merged) + " merged as common subexpressions, " +
                             std::to_string(stats.removed) + " unused ones removed");
   follow_grads(*entry, fx);
-  if (options_.backend() == "codegen" && (fx.ran_backward || !needs_autograd(entry->guards)))
-    entry->program = std::make_unique<CodegenProgram>(entry->graph, autotune());
+  if (options_.backend() == "codegen" && (fx.ran_backward || !needs_autograd(entry->guards))) {
+    try {
+      entry->program = std::make_unique<CodegenProgram>(entry->graph, autotune());
+    } catch (const KernelsUnavailable& e) {
+      log(LogKind::Perf, name_ + ": " + e.what());
+    }
+  }
   return {entry, "", ""};
 }
 

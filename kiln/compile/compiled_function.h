@@ -64,6 +64,9 @@ class CompiledFunction {
   const std::string& name() const { return name_; }
   void reset();
   void set_captured_source(std::shared_ptr<CapturedSource> source);
+  // Marks for the arguments' dims, by (flat tensor index, dim), over the tensors' own marks
+  // (dynamic.h), kept across reset().
+  void set_dim_marks(std::map<std::pair<int, int>, DimMark> marks);
 
  private:
   struct Entry {

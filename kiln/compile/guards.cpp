@@ -153,7 +153,9 @@ std::vector<Arg> make_traced_args(const std::vector<Arg>& args, const DynamicPol
     SymShape sizes;
     for (int64_t d = 0; d < t.dim(); ++d) {
       const int64_t size = t.size(d);
-      const std::optional<DimMark> mark = dim_mark(t, d);
+      std::optional<DimMark> mark = dim_mark(t, d);
+      if (auto it = policy.marks.find({index, static_cast<int>(d)}); it != policy.marks.end())
+        mark = it->second;
       const bool dynamic =
           mark
               ? mark->dynamic

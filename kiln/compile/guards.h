@@ -2,6 +2,7 @@
 // Guards: what a later call must match to reuse a captured graph (ARCHITECTURE.md §7), and the
 // traced stand-ins for one call's arguments, made by the same decisions (which dims are
 // symbolic, which sizes share a symbol).
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "kiln/compile/args.h"
+#include "kiln/compile/dynamic.h"
 #include "kiln/compile/graph.h"
 #include "kiln/core/symint.h"
 
@@ -69,6 +71,9 @@ class Guards {
 struct DynamicPolicy {
   std::optional<bool> dynamic;
   std::set<std::pair<int, int>> changed;
+  // Marks the function's owner gives dims, as (flat tensor index, dim), over the tensors' own
+  // (an exported program's fixed and dynamic dims).
+  std::map<std::pair<int, int>, DimMark> marks;
 };
 
 // The traced arguments for one capture, and the argument guards (captured tensors are added by

@@ -1,5 +1,6 @@
 #include "kiln/export/exported_program.h"
 
+#include <map>
 #include <sstream>
 
 #include "kiln/compile/compile.h"
@@ -145,12 +146,17 @@ std::vector<Tensor> replay_symbolic(const compiler::Graph& graph,
 
 ExportedProgram& ExportedProgram::compile(CompileOptions options) {
   std::vector<std::pair<int, int>> symbol_dims(symbols_.size(), {-1, -1});
+  // The capture's sizes are as the program's: its fixed dims specialised, each dynamic one a
+  // symbol with the program's range (never one symbol for two dims that happen to be equal).
+  std::map<std::pair<int, int>, compiler::DimMark> marks;
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
     const SymShape& sizes = graph_.values[graph_.inputs[i]].sizes;
     for (size_t d = 0; d < sizes.size(); ++d) {
+      const std::pair<int, int> at{static_cast<int>(i), static_cast<int>(d)};
       const int k = symbol_index(sizes[d], symbols_);
-      if (k >= 0 && symbol_dims[k].first < 0)
-        symbol_dims[k] = {static_cast<int>(i), static_cast<int>(d)};
+      marks[at] = k < 0 ? compiler::DimMark{false}
+                        : compiler::DimMark{true, env_->range(k).min, env_->range(k).max};
+      if (k >= 0 && symbol_dims[k].first < 0) symbol_dims[k] = at;
     }
   }
   std::vector<std::string> names;
@@ -161,6 +167,7 @@ ExportedProgram& ExportedProgram::compile(CompileOptions options) {
   };
   if (options.name().empty()) options.name("exported_program");
   compiled_ = compiler::make_compiled_function(std::move(fn), std::move(options));
+  compiled_->set_dim_marks(std::move(marks));
   return *this;
 }
 

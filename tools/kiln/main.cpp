@@ -1,7 +1,7 @@
 // The `kiln` command. `kiln ops` lists the op registry; `kiln info` says how the CPU kernels run
 // on this machine; `kiln run` launches the ranks of a distributed program (run.h); `kiln fr`
-// reads flight-recorder dumps (fr.h); `kiln inspect` describes an exported program and `kiln export
-// --onnx` writes it as ONNX.
+// reads flight-recorder dumps (fr.h); `kiln inspect` describes an exported program, `kiln export
+// --onnx` writes it as ONNX and `kiln aot` builds it into a shared library.
 #include <cstring>
 #include <iostream>
 
@@ -64,6 +64,46 @@ int export_onnx(int argc, char** argv) {
   return 0;
 }
 
+// `kiln aot PROGRAM.kpt -o MODEL.so [--isa LEVEL] [--keep DIR]`: a program built into a shared
+// library with the C interface of kiln/export/kiln_model.h.
+int aot(int argc, char** argv) {
+  const char* usage =
+      "usage: kiln aot PROGRAM.kpt -o MODEL.so [--isa avx2|avx512|avx512_bf16] [--keep DIR]\n";
+  std::string program, output;
+  kiln::AotOptions options;
+  for (int i = 0; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (std::strcmp(argv[i], "-o") == 0 && has_value) {
+      output = argv[++i];
+    } else if (std::strcmp(argv[i], "--isa") == 0 && has_value) {
+      options.isa = kiln::cpu::parse_cpu_capability(argv[++i]);
+      if (!options.isa) {
+        std::cerr << "kiln aot: unknown --isa " << argv[i] << "\n" << usage;
+        return 2;
+      }
+    } else if (std::strcmp(argv[i], "--keep") == 0 && has_value) {
+      options.work_dir = argv[++i];
+    } else if (program.empty() && argv[i][0] != '-') {
+      program = argv[i];
+    } else {
+      std::cerr << usage;
+      return 2;
+    }
+  }
+  if (program.empty() || output.empty()) {
+    std::cerr << usage;
+    return 2;
+  }
+  try {
+    const int units = kiln::aot_compile(kiln::load_program(program), output, options);
+    std::cout << "wrote " << output << " (" << units << " generated kernel units)\n";
+  } catch (const kiln::Error& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,6 +112,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "fr") == 0) return kiln::cli::fr(argc - 2, argv + 2);
   if (argc >= 2 && std::strcmp(argv[1], "inspect") == 0) return inspect(argc - 2, argv + 2);
   if (argc >= 2 && std::strcmp(argv[1], "export") == 0) return export_onnx(argc - 2, argv + 2);
+  if (argc >= 2 && std::strcmp(argv[1], "aot") == 0) return aot(argc - 2, argv + 2);
   if (argc >= 2 && std::strcmp(argv[1], "ops") == 0) {
     bool json = argc >= 3 && std::strcmp(argv[2], "--json") == 0;
     kiln::load_device_backends();  // their kernels fill the device columns
@@ -108,6 +149,8 @@ int main(int argc, char** argv) {
   }
   std::cerr
       << "usage: kiln ops [--json] | kiln info | kiln run [-n N] PROGRAM [ARGS...] | kiln fr DIR | "
-         "kiln inspect PROGRAM.kpt | kiln export --onnx PROGRAM.kpt OUT.onnx\n";
+         "kiln inspect PROGRAM.kpt | kiln export --onnx PROGRAM.kpt OUT.onnx | kiln aot "
+         "PROGRAM.kpt "
+         "-o MODEL.so\n";
   return 2;
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kiln/compile/codegen/embedded_headers.h"
+#include "kiln/compile/codegen/prebuilt_kernels.h"
 #include "kiln/compile/codegen/text_hash.h"
 #include "kiln/compile/logs.h"
 #include "kiln/core/error.h"
@@ -249,7 +250,12 @@ SharedObject::~SharedObject() {
 }
 
 void* SharedObject::symbol(const std::string& name) const {
-  void* s = dlsym(handle_, name.c_str());
+  void* s = nullptr;
+  if (handle_) {
+    s = dlsym(handle_, name.c_str());
+  } else if (auto it = symbols_.find(name); it != symbols_.end()) {
+    s = it->second;
+  }
   KILN_CHECK(s != nullptr, "compile: generated kernel ", name, " is missing from ", path_);
   return s;
 }
@@ -325,7 +331,19 @@ std::shared_ptr<SharedObject> load_or_build(Cache& c, const std::string& key,
 
 }  // namespace
 
+KernelBuild kernel_build(cpu::CpuCapability level) {
+  const Toolchain tc = toolchain();
+  KernelBuild b;
+  b.cxx = tc.cxx;
+  b.flags = flags_for(level);
+  const fs::path inc = include_dir(cache_dir());
+  b.include_dir = inc.string();
+  b.pch_dir = pch_dir(cache_dir(), tc, b.flags, inc).string();
+  return b;
+}
+
 std::shared_ptr<SharedObject> load_kernels(const std::string& source, cpu::CpuCapability level) {
+  if (const PrebuiltKernels* prebuilt = active_prebuilt_kernels()) return prebuilt->load(source);
   const Toolchain tc = toolchain();
   const std::string flags = flags_for(level);
   const fs::path inc = include_dir(cache_dir());

@@ -9,15 +9,19 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "kiln/backend/cpu/cpu_capability.h"
 
 namespace kiln::compiler {
 
-// A loaded shared object; closed when the last compiled function using it is gone.
+// A loaded shared object; closed when the last compiled function using it is gone. Or the
+// kernels of a prebuilt unit (prebuilt_kernels.h), by name, in a library someone else loaded.
 class SharedObject {
  public:
   SharedObject(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  SharedObject(std::unordered_map<std::string, void*> symbols, std::string path)
+      : handle_(nullptr), path_(std::move(path)), symbols_(std::move(symbols)) {}
   SharedObject(const SharedObject&) = delete;
   SharedObject& operator=(const SharedObject&) = delete;
   ~SharedObject();
@@ -27,6 +31,7 @@ class SharedObject {
  private:
   void* handle_;
   std::string path_;
+  std::unordered_map<std::string, void*> symbols_;
 };
 
 struct CacheStats {
@@ -39,7 +44,16 @@ struct CacheStats {
 
 // The shared object of a generated unit, compiled for `level` (Note [ISA dispatch]) if needed.
 // A failed compile is a kiln::Error with the compiler's message and the kept source's path.
+// Under a PrebuiltKernelsScope, the unit comes from its table and no compiler runs.
 std::shared_ptr<SharedObject> load_kernels(const std::string& source, cpu::CpuCapability level);
+
+// How units are built for `level`: the compiler (checked to run), its options, the directory
+// of the embedded headers (written out if needed) and of a precompiled prelude (empty if none).
+// kiln aot builds a program's units into its library with them.
+struct KernelBuild {
+  std::string cxx, flags, include_dir, pch_dir;
+};
+KernelBuild kernel_build(cpu::CpuCapability level);
 
 CacheStats cache_stats();
 // The directory entries live in (KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln).

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "kiln/compile/codegen/gemm_autotune.h"
+#include "kiln/compile/codegen/prebuilt_kernels.h"
 
 #include "kiln/backend/cpu/cpu_capability.h"
 #include "kiln/backend/cpu/parallel.h"
@@ -91,7 +92,7 @@ std::vector<std::vector<int>> last_reads(const Graph& g, const Schedule& schedul
 CodegenProgram::CodegenProgram(const Graph& graph, bool autotune)
     : graph_(graph), autotune_(autotune) {
   schedule_ = compiler::schedule(graph);
-  const cpu::CpuCapability level = cpu::cpu_capability();
+  const cpu::CpuCapability level = codegen_level();
   unit_ = generate_cpp(graph, schedule_, level);
   last_read_by_ = last_reads(graph, schedule_, unit_);
   log(LogKind::Fusion, std::to_string(schedule_.kernels.size()) + " fused kernels, " +
