@@ -8,6 +8,7 @@
 
 #include "kiln/backend/cpu/blas.h"
 #include "kiln/backend/cpu/parallel.h"
+#include "kiln/backend/cpu/vec_math.h"
 
 namespace kiln::cpu {
 namespace {
@@ -81,15 +82,38 @@ std::vector<T> input_projection(const RnnDims& d, const T* x, const RnnWeights<T
   return gi;
 }
 
+// v[0, n) activated in place by f: float on vectors, with the eager sigmoid's and tanh's vector
+// math (the last partial vector padded, so every element gets the same formula), double with
+// the scalar one.
+template <class VecFn, class ScalarFn>
+void activate(float* v, int64_t n, VecFn f, ScalarFn) {
+  int64_t j = 0;
+  for (; j + kVec <= n; j += kVec) store_vec(v + j, f(load_vec(v + j)));
+  if (j == n) return;
+  float tail[kVec] = {};
+  std::memcpy(tail, v + j, sizeof(float) * (n - j));
+  store_vec(tail, f(load_vec(tail)));
+  std::memcpy(v + j, tail, sizeof(float) * (n - j));
+}
+template <class VecFn, class ScalarFn>
+void activate(double* v, int64_t n, VecFn, ScalarFn f) {
+  for (int64_t j = 0; j < n; ++j) v[j] = f(v[j]);
+}
+template <class T>
+void sigmoid_in_place(T* v, int64_t n) {
+  activate(v, n, [](fvec x) { return avx2::sigmoid_vec(x); }, [](T x) { return sigmoid(x); });
+}
+template <class T>
+void tanh_in_place(T* v, int64_t n) {
+  activate(v, n, [](fvec x) { return avx2::tanh_vec(x); }, [](T x) { return std::tanh(x); });
+}
+
 // The LSTM gates of one row from pre-activations, activated in place (i, f, o sigmoid; g tanh).
 template <class T>
 void activate_lstm_row(T* g, int64_t h) {
-  for (int64_t j = 0; j < h; ++j) {
-    g[j] = sigmoid(g[j]);
-    g[h + j] = sigmoid(g[h + j]);
-    g[2 * h + j] = std::tanh(g[2 * h + j]);
-    g[3 * h + j] = sigmoid(g[3 * h + j]);
-  }
+  sigmoid_in_place(g, 2 * h);
+  tanh_in_place(g + 2 * h, h);
+  sigmoid_in_place(g + 3 * h, h);
 }
 
 }  // namespace
@@ -131,12 +155,14 @@ void rnn_forward(const RnnDims& d, const T* x, const T* h0, const T* c0, const R
         case RnnCell::Lstm: {
           for (int64_t j = 0; j < GH; ++j) b[j] += a[j];
           activate_lstm_row(b, H);
-          T* ht = proj ? h.data() : yt;
+          T* ht = (proj ? h.data() : yt) + n * H;
           for (int64_t j = 0; j < H; ++j) {
             T& cell = c[n * H + j];
             cell = b[H + j] * cell + b[j] * b[2 * H + j];
-            ht[n * H + j] = b[3 * H + j] * std::tanh(cell);
+            ht[j] = cell;
           }
+          tanh_in_place(ht, H);
+          for (int64_t j = 0; j < H; ++j) ht[j] *= b[3 * H + j];
           break;
         }
       }
