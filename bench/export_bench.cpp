@@ -5,9 +5,12 @@
 //   lstm kiln_module 1234.5      the original module's forward
 //   lstm kiln_export 1234.5      the loaded program's run (eager kernels)
 //   lstm kiln_compiled 1234.5    kiln::compile of a function calling the loaded program's run
+//   lstm kiln_aot 1234.5         kiln_model_run of the program's `kiln aot` library (dlopen)
 // and the one-off costs (export, save, load, the compiled function's first call). Lines that
 // start with '#' are notes; a case that fails prints "# case label ERROR: message" and goes on.
+#include <dlfcn.h>
 #include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/export/kiln_model.h"
 #include "kiln/kiln.h"
 
 using namespace kiln;
@@ -70,8 +74,11 @@ std::string temp_path(const std::string& name) {
   return "/tmp/export_bench_" + name + "_" + std::to_string(::getpid()) + ".kpt";
 }
 
-// The three forms of one model on one input: the module, its loaded program, and the loaded
-// program under kiln::compile.
+void bench_aot(const std::string& name, const ExportedProgram& q, const Tensor& x,
+               const Tensor& expected);
+
+// The four forms of one model on one input: the module, its loaded program, the loaded program
+// under kiln::compile, and its AOT library.
 void bench_model(const std::string& name, const std::function<Tensor(const Tensor&)>& forward,
                  const Tensor& x, const DynamicShapes& dims) {
   Tensor expected;
@@ -127,6 +134,58 @@ void bench_model(const std::string& name, const std::function<Tensor(const Tenso
                   max(abs(y - expected)).item<float>());
     report(name, "kiln_compiled", median_us([&] { compiled(x); }));
   });
+
+  bench_aot(name, q, x, expected);
+}
+
+// The loaded program built into a shared library (aot_compile), opened with dlopen and run through
+// its C interface.
+void bench_aot(const std::string& name, const ExportedProgram& q, const Tensor& x,
+               const Tensor& expected) {
+  const std::string so = "/tmp/export_bench_" + name + "_" + std::to_string(::getpid()) + ".so";
+  step(name, "kiln_aot", [&] {
+    Clock::time_point t = Clock::now();
+    const int units = aot_compile(q, so);
+    report(name, "kiln_aot_build_once", us_since(t));
+    void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    KILN_CHECK(lib != nullptr, "dlopen ", so, ": ", dlerror());
+    auto fn = [&](const char* sym) {
+      void* f = dlsym(lib, sym);
+      KILN_CHECK(f != nullptr, "missing ", sym);
+      return f;
+    };
+    auto create = reinterpret_cast<decltype(&kiln_model_create)>(fn("kiln_model_create"));
+    auto run = reinterpret_cast<decltype(&kiln_model_run)>(fn("kiln_model_run"));
+    auto output = reinterpret_cast<decltype(&kiln_result_output)>(fn("kiln_result_output"));
+    auto destroy_result =
+        reinterpret_cast<decltype(&kiln_result_destroy)>(fn("kiln_result_destroy"));
+    auto destroy = reinterpret_cast<decltype(&kiln_model_destroy)>(fn("kiln_model_destroy"));
+    auto last_error = reinterpret_cast<decltype(&kiln_last_error)>(fn("kiln_last_error"));
+    KilnModel* model = nullptr;
+    t = Clock::now();
+    KILN_CHECK(create(&model) == 0, "kiln_model_create: ", last_error());
+    report(name, "kiln_aot_create_once", us_since(t));
+    std::printf("# %s kiln_aot: %d generated kernel units\n", name.c_str(), units);
+    const std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
+    const KilnTensor in{x.data_ptr(), KILN_FLOAT32, static_cast<int32_t>(x.dim()), sizes.data()};
+    auto call = [&] {
+      KilnResult* r = nullptr;
+      KILN_CHECK(run(model, &in, 1, &r) == 0, "kiln_model_run: ", last_error());
+      return r;
+    };
+    KilnResult* r = call();
+    KilnTensor y;
+    output(r, 0, &y);
+    const Tensor got = from_blob(y.data, IntArrayRef(y.sizes, y.ndim)).clone();
+    destroy_result(r);
+    if (expected.defined() && !allclose(got, expected, 1e-4, 1e-5))
+      std::printf("# %s kiln_aot MISMATCH: max |diff| %g\n", name.c_str(),
+                  max(abs(got - expected)).item<float>());
+    report(name, "kiln_aot", median_us([&] { destroy_result(call()); }));
+    destroy(model);
+    dlclose(lib);
+  });
+  std::filesystem::remove(so);
 }
 
 struct MlpImpl : nn::Module {

@@ -72,9 +72,10 @@ for case in ("lstm", "transformer"):
         (case, "module forward (eager)", "kiln_module", "torch_module"),
         (case, "loaded program, eager runtime", "kiln_export", "torch_export"),
         (case, "loaded program, compiled", "kiln_compiled", "torch_compiled"),
-        (case, "AOT shared library", None, "torch_aoti"),
+        (case, "AOT shared library", "kiln_aot", "torch_aoti"),
         (case, "compiled: first call", "kiln_compiled_first_call", "torch_compiled_first_call"),
         (case, "load_program / export.load + .module()", "kiln_load_once", "torch_load_once"),
+        (case, "AOT: build the library", "kiln_aot_build_once", "torch_aoti_compile_once"),
     ]
 rows += [
     ("mlp100m", "load_program / torch.export.load", "kiln_load", "torch_load"),
