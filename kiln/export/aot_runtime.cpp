@@ -75,29 +75,31 @@ std::unique_ptr<PrebuiltKernels> kernels_of(const KilnAotLibrary& lib) {
   return kernels;
 }
 
-// A value's dims: fixed sizes, or -1 with the range the symbols' ranges give at their ends.
+// A value's dims: fixed sizes, or -1 with the range the expression takes with every symbol at
+// its min, and at its max (a max beyond int64 is INT64_MAX).
 KilnModel::Info info_of(const kiln::ExportedProgram& p, const kiln::compiler::Value& v) {
   KilnModel::Info info;
   info.dtype = static_cast<int32_t>(v.dtype);
   const kiln::ShapeEnv& env = p.shape_env();
   std::vector<int64_t> lo, hi;
-  bool bounded = true;
   for (int k = 0; k < env.num_symbols(); ++k) {
     lo.push_back(env.range(k).min);
     hi.push_back(env.range(k).max);
-    bounded = bounded && env.range(k).max <= (int64_t{1} << 20);
   }
-  for (const kiln::SymInt& s : v.sizes) {
-    if (auto fixed = s.maybe_int()) {
-      info.sizes.push_back(*fixed);
-      info.min.push_back(*fixed);
-      info.max.push_back(*fixed);
-      continue;
+  constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+  auto at = [](const kiln::SymInt& s, const std::vector<int64_t>& values) {
+    try {
+      return s.evaluate(values);
+    } catch (const kiln::OverflowError&) {
+      return kUnbounded;
     }
-    const int64_t a = s.evaluate(lo);
-    info.sizes.push_back(-1);
-    info.min.push_back(bounded ? std::min(a, s.evaluate(hi)) : a);
-    info.max.push_back(bounded ? std::max(a, s.evaluate(hi)) : std::numeric_limits<int64_t>::max());
+  };
+  for (const kiln::SymInt& s : v.sizes) {
+    const auto fixed = s.maybe_int();
+    const int64_t a = fixed ? *fixed : at(s, lo), b = fixed ? *fixed : at(s, hi);
+    info.sizes.push_back(fixed ? *fixed : -1);
+    info.min.push_back(std::min(a, b));
+    info.max.push_back(std::max(a, b));
   }
   return info;
 }

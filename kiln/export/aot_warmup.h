@@ -8,9 +8,6 @@
 
 namespace kiln::aot_detail {
 
-// The index in program.symbols() of the symbol `size` is, or -1 if it is a fixed size.
-int symbol_of(const ExportedProgram& program, const SymInt& size);
-
 // Zeros of each input's dtype, at the sizes the program was exported with.
 std::vector<Tensor> warmup_inputs(const ExportedProgram& program);
 

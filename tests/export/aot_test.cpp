@@ -91,6 +91,16 @@ TEST(Aot, PlainCProgramRunsTheCliBuiltLibraryAsEagerRuns) {
   const std::string err = read_text(dir / "err.txt");
   EXPECT_EQ(err.find("lack"), std::string::npos) << err;  // every graph ran on built kernels
   EXPECT_EQ(err.find("recompiling"), std::string::npos) << err;
+  // A process whose eager kernels run at the baseline level still generates the library's level
+  // and finds its kernels.
+  std::string avx2;
+  ASSERT_EQ(shell("KILN_CPU_CAPABILITY=avx2 " + env + (dir / "main").string() + " " +
+                      (dir / "out_avx2.bin").string() + " 3 2>&1",
+                  &avx2),
+            0)
+      << avx2;
+  EXPECT_NE(avx2.find("batch 3: 1 outputs"), std::string::npos) << avx2;
+  EXPECT_EQ(avx2.find("lack"), std::string::npos) << avx2;
 
   std::ifstream f(dir / "out.bin", std::ios::binary);
   NoGradGuard no_grad;

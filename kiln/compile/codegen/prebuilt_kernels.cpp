@@ -50,9 +50,6 @@ PrebuiltKernelsScope::~PrebuiltKernelsScope() { active = previous_; }
 
 const PrebuiltKernels* active_prebuilt_kernels() { return active; }
 
-cpu::CpuCapability codegen_level() {
-  const cpu::CpuCapability level = cpu::cpu_capability();
-  return active ? std::min(level, active->level()) : level;
-}
+cpu::CpuCapability codegen_level() { return active ? active->level() : cpu::cpu_capability(); }
 
 }  // namespace kiln::compiler

@@ -27,7 +27,8 @@ class KernelsUnavailable : public Error {
 class PrebuiltKernels {
  public:
   // level: the vector instructions the units were generated for; code generated while the table
-  // is active uses no more than it.
+  // is active is generated for it, whatever this process's cpu_capability() (a unit's source
+  // depends on its level).
   explicit PrebuiltKernels(cpu::CpuCapability level) : level_(level) {}
 
   // The key a unit's source is found by.
@@ -64,7 +65,7 @@ class PrebuiltKernelsScope {
 
 // The table active on this thread, or null.
 const PrebuiltKernels* active_prebuilt_kernels();
-// The level code is generated at: cpu_capability(), capped by the active table's.
+// The level code is generated at: the active table's, else cpu_capability().
 cpu::CpuCapability codegen_level();
 
 }  // namespace kiln::compiler
