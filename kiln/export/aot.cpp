@@ -51,7 +51,7 @@ fs::path libkiln_path() {
   Dl_info info{};
   KILN_CHECK(dladdr(reinterpret_cast<void*>(&kiln_aot_create), &info) != 0 && info.dli_fname,
              "aot_compile: cannot find the path of libkiln");
-  return fs::absolute(info.dli_fname);
+  return fs::absolute(info.dli_fname).lexically_normal();
 }
 
 // Unit u's source with its kernels renamed apart from the other units' (cpp_codegen names them
