@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "kiln/autograd/deferred_release.h"
+#include "kiln/autograd/first_order_watch.h"
 #include "kiln/autograd/grad_mode.h"
 #include "kiln/autograd/node_name.h"
 #include "kiln/core/autograd_meta.h"
@@ -97,6 +98,7 @@ std::vector<Tensor> OpNode::apply_to(std::vector<Tensor> grads, const std::vecto
         is_floating_point(output_options_[i].dtype()))
       grads[i] = zeros(SymIntList(output_sizes_[i]), output_options_[i]);
   }
+  if (!op_.backward_differentiable && GradMode::is_enabled()) FirstOrderWatch::note(op_.name);
   BackwardContext ctx{grads, inputs, outputs, attrs_, needs_input_grad_};
   std::vector<Tensor> result = op_.backward_(ctx);
   result.resize(next_edges_.size());
@@ -115,7 +117,7 @@ namespace {
 bool requires_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
 
 std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>& inputs,
-                                      const Attrs& attrs) {
+                                      const Attrs& attrs, const ComputeFn* compute) {
   if (op.is_inplace) {
     const Tensor& self = inputs.at(0);
     AutogradMeta* m = self.impl()->autograd_meta();
@@ -128,6 +130,7 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
   if (!op.differentiable()) {
     KILN_CHECK(!op.is_inplace || !requires_grad(inputs.at(0)), op.name,
                ": the op is not differentiable, so it cannot modify a tensor that requires grad");
+    if (compute) return (*compute)();
     NoGradGuard no_grad;
     return run_kernel(op, inputs, attrs);
   }
@@ -163,7 +166,9 @@ std::vector<Tensor> autograd_dispatch(const OpDef& op, const std::vector<Tensor>
   }
 
   std::vector<Tensor> outs;
-  {
+  if (compute) {
+    outs = (*compute)();
+  } else {
     NoGradGuard no_grad;
     outs = run_kernel(op, inputs, attrs);
   }

@@ -6,10 +6,14 @@
 
 namespace kiln::autograd {
 namespace {
+// The same data and geometry without autograd identity (a transform's wrapped tensor stays
+// wrapped: a vmap's batched output saved for backward is still batched).
 Tensor alias_of(const Tensor& t) {
   const TensorImpl& i = *t.impl();
-  return Tensor(std::make_shared<TensorImpl>(i.storage(), i.dtype(), i.sym_sizes(), i.sym_strides(),
-                                             i.sym_storage_offset()));
+  auto impl = std::make_shared<TensorImpl>(i.storage(), i.dtype(), i.sym_sizes(), i.sym_strides(),
+                                           i.sym_storage_offset());
+  impl->set_extension(i.extension());
+  return Tensor(std::move(impl));
 }
 }  // namespace
 

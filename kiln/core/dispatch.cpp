@@ -127,6 +127,15 @@ bool any_meta(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+// A transform's wrapped tensor is a meta tensor that only its mode may take apart.
+void check_not_wrapped(const OpDef& op, const std::vector<Tensor>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && inputs[i].impl()->extension())
+      KILN_FAIL(op.name, ": input ", i, " is ", inputs[i].impl()->extension()->describe(),
+                ", used outside its transform (it escaped the function the transform runs, "
+                "e.g. kept in a variable that outlives vmap's call)");
+}
+
 bool is_symbolic(const TensorSpec& s) {
   auto symbolic = [](const SymInt& v) { return v.is_symbolic(); };
   return std::any_of(s.sizes.begin(), s.sizes.end(), symbolic) ||
@@ -202,9 +211,15 @@ std::vector<Tensor> call_op(const OpDef& op, std::vector<Tensor> inputs, const A
   }
   if (t_grad_enabled && g_autograd_hook) {
     for (const auto& t : inputs)
-      if (requires_grad(t)) return g_autograd_hook(op, inputs, attrs);
+      if (requires_grad(t)) return g_autograd_hook(op, inputs, attrs, nullptr);
   }
   return run_kernel(op, inputs, attrs);
+}
+
+std::vector<Tensor> call_autograd(const OpDef& op, const std::vector<Tensor>& inputs,
+                                  const Attrs& attrs, const ComputeFn& compute) {
+  KILN_CHECK(g_autograd_hook, op.name, ": autograd is not linked in");
+  return g_autograd_hook(op, inputs, attrs, &compute);
 }
 
 Tensor call_op1(const OpDef& op, std::vector<Tensor> inputs, const Attrs& attrs) {
@@ -223,7 +238,10 @@ std::vector<Tensor> run_meta(const OpDef& op, const std::vector<Tensor>& inputs,
 std::vector<Tensor> run_kernel(const OpDef& op, const std::vector<Tensor>& inputs,
                                const Attrs& attrs) {
   check_strided(op, inputs);
-  if (any_meta(inputs)) return run_meta(op, inputs, attrs);
+  if (any_meta(inputs)) {
+    check_not_wrapped(op, inputs);
+    return run_meta(op, inputs, attrs);
+  }
   return with_op_context(op, inputs, attrs, [&] { return run_eager(op, inputs, attrs); });
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The one path every op call takes (ARCHITECTURE.md §5): the active mode, if any; then autograd
 // when an input requires grad; then the meta function and the device kernel.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,10 +46,17 @@ std::vector<Tensor> run_kernel(const OpDef& op, const std::vector<Tensor>& input
 std::vector<Tensor> run_meta(const OpDef& op, const std::vector<Tensor>& inputs,
                              const Attrs& attrs);
 
-// kiln/autograd installs itself here; core never includes it.
-using AutogradHook = std::vector<Tensor> (*)(const OpDef&, const std::vector<Tensor>&,
-                                            const Attrs&);
+// How a call computes its outputs below autograd: run_kernel, or a function transform's rule.
+using ComputeFn = std::function<std::vector<Tensor>()>;
+// kiln/autograd installs itself here; core never includes it. With `compute` the hook records
+// the call and runs compute (grad mode left as it is) in place of run_kernel.
+using AutogradHook = std::vector<Tensor> (*)(const OpDef&, const std::vector<Tensor>&, const Attrs&,
+                                             const ComputeFn* compute);
 void set_autograd_hook(AutogradHook hook);
+// Records the call on the autograd graph (its inputs that require grad get edges) and computes
+// it with `compute`: how a transform's mode puts its wrapped tensors on the graph.
+std::vector<Tensor> call_autograd(const OpDef& op, const std::vector<Tensor>& inputs,
+                                  const Attrs& attrs, const ComputeFn& compute);
 
 // Meta mode: every op (factories included) produces meta tensors; nothing is computed.
 class MetaMode final : public DispatchMode {

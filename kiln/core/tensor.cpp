@@ -47,6 +47,10 @@ void* Tensor::data_ptr() const {
     throw DataDependentError(
         "data_ptr: the tensor is a traced value, whose data the trace does not have (item(), "
         "data_ptr() and printing read values; see docs/compile.md)");
+  if (const auto& e = impl_->extension())
+    KILN_FAIL("data_ptr: the tensor is ", e->describe(),
+              ", whose values are not one tensor's: item(), data_ptr() and printing cannot read "
+              "them inside the transform; compute with ops, or return the tensor");
   KILN_CHECK(!is_meta(), "data_ptr: a meta tensor has no data");
   return checked()->data();
 }

@@ -105,6 +105,7 @@ void TensorImpl::shallow_copy_from(const TensorImpl& other) {
   strides_ = other.strides_;
   storage_offset_ = other.storage_offset_;
   dtype_ = other.dtype_;
+  extension_ = other.extension_;
   concrete_ = other.concrete_;
 }
 

@@ -3,6 +3,7 @@
 // an int64 copy; see Note [Concrete sizes]), dtype, and optional autograd metadata. See tensor.h
 // for the user-facing handle.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kiln/core/array_ref.h"
@@ -16,6 +17,16 @@ namespace autograd {
 class Node;
 }
 struct AutogradMeta;  // kiln/core/autograd_meta.h
+
+// What a function transform (kiln::func) attaches to the tensors it wraps: a vmap's batched
+// tensor is a meta TensorImpl with the logical sizes whose extension holds the physical tensor.
+// Only the transform's dispatch mode reads it; a kernel given such a tensor is an error.
+class TensorExtension {
+ public:
+  virtual ~TensorExtension() = default;
+  // "a tensor batched by vmap (level 1)": for errors about a tensor that escaped its transform.
+  virtual std::string describe() const = 0;
+};
 
 // How a tensor's elements are stored: strided (dense) memory, or sparse CSR components
 // (kiln/core/sparse_csr.h). Ops take strided tensors unless they say otherwise.
@@ -64,6 +75,9 @@ class TensorImpl {
   AutogradMeta& ensure_autograd_meta();
   void set_autograd_meta(std::unique_ptr<AutogradMeta> m);
 
+  const std::shared_ptr<const TensorExtension>& extension() const { return extension_; }
+  void set_extension(std::shared_ptr<const TensorExtension> e) { extension_ = std::move(e); }
+
   // For in-place metadata changes (resize, as_strided_, set_): keeps the handle's identity.
   void set_sizes_and_strides(SymShape sizes, SymShape strides, SymInt offset);
   void set_storage(Storage s) { storage_ = std::move(s); }
@@ -83,6 +97,7 @@ class TensorImpl {
   bool traced_ = false;
   Layout layout_ = Layout::Strided;
   std::unique_ptr<AutogradMeta> autograd_meta_;
+  std::shared_ptr<const TensorExtension> extension_;
   // sizes_ then strides_ as int64; empty until first use on a symbolic tensor.
   mutable std::vector<int64_t> concrete_;
 

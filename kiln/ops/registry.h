@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,21 @@ struct OpErrorSample {
   bool in_meta = true;  // false: the kernel checks it (it reads values), so meta tensors pass
 };
 
+// One call under vmap (kiln/func): each input's physical tensor and the dim its batch is at
+// (nullopt: the input is the same for every batch element). A batching rule computes the call
+// for the whole batch with ordinary ops and says where each output's batch is.
+struct BatchCall {
+  const std::vector<Tensor>& values;
+  const std::vector<std::optional<int64_t>>& bdims;
+  const Attrs& attrs;
+  int64_t batch_size;
+};
+struct BatchResult {
+  std::vector<Tensor> values;
+  std::vector<std::optional<int64_t>> bdims;
+};
+using BatchRuleFn = std::function<BatchResult(const BatchCall&)>;
+
 using MetaFn = std::function<std::vector<TensorSpec>(const std::vector<Tensor>&, const Attrs&)>;
 using KernelFn =
     std::function<void(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs&)>;
@@ -86,8 +102,7 @@ struct OpDef {
   ErrorSampleFn error_samples_;
   std::vector<ScalarType> dtypes_;  // dtypes the op-table tests run
   lowering::Lowering lowering_;     // how the compiler expresses it (kiln/ops/lowering.h)
-  bool has_jvp = false;
-  bool has_vmap = false;
+  BatchRuleFn batch_rule_;  // vmap's rule for this op; families get theirs in kiln/func
   // What autograd keeps for the backward formula, bit i standing for input/output i: exactly
   // what the formula reads (PyTorch's derivatives.yaml decides the same way), so that in-place
   // changes to anything else after the op (`out = bn(x); out += residual;`) stay legal. What is
@@ -103,6 +118,10 @@ struct OpDef {
   bool is_random = false;      // consumes the generator: reruns differ
   bool dynamic_output = false;  // the kernel allocates outputs (sizes depend on data)
   bool cross_device = false;    // inputs may be on different devices (copy_)
+  // Whether the backward formula is itself differentiable: forward mode (kiln::func::jvp, the
+  // vjp of the vjp) and higher-order gradients need it. Fused backward kernels without a
+  // backward of their own say no, and those transforms then fail naming the op.
+  bool backward_differentiable = true;
   // Whether autograd fills the gradients of outputs that received none with zeros before the
   // backward formula runs (multi-output ops). Formulas that check grad(i).defined() turn it off
   // and save those launches, as PyTorch's ctx.set_materialize_grads(False).
@@ -118,6 +137,7 @@ struct OpDef {
   OpDef& reference(ReferenceFn f) { reference_ = std::move(f); return *this; }
   OpDef& error_samples(ErrorSampleFn f) { error_samples_ = std::move(f); return *this; }
   OpDef& dtypes(std::vector<ScalarType> d) { dtypes_ = std::move(d); return *this; }
+  OpDef& batch_rule(BatchRuleFn f) { batch_rule_ = std::move(f); return *this; }
   OpDef& lowering(std::string_view l) { lowering_ = lowering::Lowering::parse(l); return *this; }
   OpDef& lowering(lowering::Lowering l) { lowering_ = std::move(l); return *this; }
   OpDef& view() { is_view = true; metadata_inputs = ~uint64_t{0}; return *this; }
@@ -128,6 +148,7 @@ struct OpDef {
   OpDef& random() { is_random = true; return *this; }
   OpDef& dynamic() { dynamic_output = true; return *this; }
   OpDef& allow_cross_device() { cross_device = true; return *this; }
+  OpDef& first_order_only() { backward_differentiable = false; return *this; }
   OpDef& materialize_grads(bool on) { materializes_grads = on; return *this; }
   // The backward reads every output (and, with inputs_too, every input).
   OpDef& save_outputs(bool inputs_too = false) {

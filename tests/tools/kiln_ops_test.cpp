@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kiln/core/device_backend.h"
+#include "kiln/func/batching_rules.h"
 #include "kiln/kiln.h"
 #include "kiln/ops/registry.h"
 
@@ -48,7 +49,7 @@ TEST(KilnOps, JsonIsAnArrayOfOneObjectPerRegisteredOp) {
     std::set<std::string> keys;
     for (const auto& [key, value] : op.items()) {
       keys.insert(key);
-      if (key == "name") {
+      if (key == "name" || key == "vmap") {
         EXPECT_TRUE(value.is_string()) << op.dump();
       } else {
         EXPECT_TRUE(value.is_boolean()) << key << " in " << op.dump();
@@ -75,6 +76,11 @@ TEST(KilnOps, JsonColumnsReflectTheRegistry) {
     EXPECT_EQ((*it)["backward"].get<bool>(), def->differentiable()) << def->name;
     EXPECT_EQ((*it)["cuda"].get<bool>(), def->has_kernel(kiln::kCUDA)) << def->name;
     EXPECT_EQ((*it)["lowering"].get<bool>(), !def->lowering_.empty()) << def->name;
+    EXPECT_EQ((*it)["jvp"].get<bool>(), def->differentiable() && def->backward_differentiable)
+        << def->name;
+    EXPECT_EQ((*it)["vmap"].get<std::string>(),
+              kiln::func::detail::to_string(kiln::func::detail::batch_rule_kind(*def)))
+        << def->name;
   }
   // add is the reference op: meta, CPU kernel and backward all exist.
   auto add = std::find_if(ops.begin(), ops.end(),
@@ -90,11 +96,15 @@ TEST(KilnOps, KnownOpsShowTheirKnownColumns) {
   nlohmann::json ops = nlohmann::json::parse(run("'" + kKiln + "' ops --json").output);
   struct Known {
     const char* name;
-    bool backward, lowering;
+    bool backward, lowering, jvp;
+    const char* vmap;
   };
-  const Known known[] = {{"add", true, true},     {"mm", true, true},       {"gelu", true, true},
-                         {"argmax", false, true}, {"nonzero", false, true}, {"randn", false, false},
-                         {"detach", false, true}, {"eq", false, true}};
+  const Known known[] = {
+      {"add", true, true, true, "pointwise"},  {"mm", true, true, true, "rule"},
+      {"gelu", true, true, true, "pointwise"}, {"sum", true, true, true, "dims"},
+      {"lstm", true, true, false, "loop"},     {"argmax", false, true, false, "dims"},
+      {"nonzero", false, true, false, "loop"}, {"randn", false, false, false, "loop"},
+      {"detach", false, true, false, "dims"},  {"eq", false, true, false, "pointwise"}};
   for (const Known& k : known) {
     auto it = std::find_if(ops.begin(), ops.end(),
                            [&](const nlohmann::json& o) { return o["name"] == k.name; });
@@ -103,6 +113,8 @@ TEST(KilnOps, KnownOpsShowTheirKnownColumns) {
     EXPECT_TRUE((*it)["cpu"].get<bool>()) << k.name;
     EXPECT_EQ((*it)["backward"].get<bool>(), k.backward) << k.name;
     EXPECT_EQ((*it)["lowering"].get<bool>(), k.lowering) << k.name;
+    EXPECT_EQ((*it)["jvp"].get<bool>(), k.jvp) << k.name;
+    EXPECT_EQ((*it)["vmap"].get<std::string>(), k.vmap) << k.name;
   }
 }
 

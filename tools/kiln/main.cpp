@@ -9,12 +9,20 @@
 #include "kiln/backend/cpu/cpu_capability.h"
 #include "kiln/core/device_backend.h"
 #include "kiln/export/onnx.h"
+#include "kiln/func/batching_rules.h"
 #include "kiln/kiln.h"
 #include "kiln/ops/registry.h"
 #include "tools/kiln/fr.h"
 #include "tools/kiln/run.h"
 
 namespace {
+
+// Forward mode is the vjp of the vjp: it needs a backward that is differentiable in turn.
+bool has_jvp(const kiln::OpDef& op) { return op.differentiable() && op.backward_differentiable; }
+// How vmap batches the op: its own rule, its family's (pointwise, dims) or the loop.
+const char* vmap_rule(const kiln::OpDef& op) {
+  return kiln::func::detail::to_string(kiln::func::detail::batch_rule_kind(op));
+}
 
 int info() {
   namespace cpu = kiln::cpu;
@@ -128,15 +136,15 @@ int main(int argc, char** argv) {
                   << ", \"cpu\": " << (cpu ? "true" : "false")
                   << ", \"cuda\": " << (cuda ? "true" : "false")
                   << ", \"backward\": " << (op->differentiable() ? "true" : "false")
-                  << ", \"jvp\": " << (op->has_jvp ? "true" : "false")
-                  << ", \"vmap\": " << (op->has_vmap ? "true" : "false")
+                  << ", \"jvp\": " << (has_jvp(*op) ? "true" : "false") << ", \"vmap\": \""
+                  << vmap_rule(*op) << "\""
                   << ", \"lowering\": " << (op->lowering_.empty() ? "false" : "true") << "}";
       } else {
         if (first)
-          std::cout << "op                        meta cpu cuda backward jvp vmap lowering\n";
+          std::cout << "op                        meta cpu cuda backward jvp vmap      lowering\n";
         auto yn = [](bool b) { return b ? "yes" : " - "; };
-        std::printf("%-26s %s  %s %s  %s      %s %s  %s\n", op->name.c_str(), yn(bool(op->meta_)),
-                    yn(cpu), yn(cuda), yn(op->differentiable()), yn(op->has_jvp), yn(op->has_vmap),
+        std::printf("%-26s %s  %s %s  %s      %s %-9s %s\n", op->name.c_str(), yn(bool(op->meta_)),
+                    yn(cpu), yn(cuda), yn(op->differentiable()), yn(has_jvp(*op)), vmap_rule(*op),
                     yn(!op->lowering_.empty()));
       }
       first = false;

@@ -172,6 +172,7 @@ KILN_REGISTER_OP(grid_sampler_2d)
       });
     })
     .save_inputs({0, 1})
+    .first_order_only()
     .backward([](const BackwardContext& c) {
       static const OpDef& op = get_op("grid_sampler_2d_backward");
       return call_op(op, {c.grad(), c.input(0), c.input(1)}, c.attrs);

@@ -108,7 +108,11 @@ Tensor norm_backward(const Tensor& grad, const Tensor& x, const Tensor& result, 
   Tensor g = reduce::with_kept_dims(grad, x, a.dims, a.keepdim);
   Tensor r = reduce::with_kept_dims(result, x, a.dims, a.keepdim);
   if (p == 1) return x.sign() * g;
-  if (p == 2) return x * (g / r).masked_fill(r.eq(0), 0);
+  // Where the norm is 0 the quotient is masked to 0, and so is its own gradient: dividing by 1
+  // there keeps the double backward (forward mode) free of 0/0.
+  const Tensor zero = r.eq(0);
+  const Tensor safe_r = r.masked_fill(zero, 1);
+  if (p == 2) return x * (g / safe_r).masked_fill(zero, 0);
   if (std::isinf(p)) {
     Tensor hit = x.abs().eq(r);
     return x.sign() * (g / hit.sum(a.dims, true)) * hit;
@@ -116,7 +120,7 @@ Tensor norm_backward(const Tensor& grad, const Tensor& x, const Tensor& result, 
   if (p < 1) {
     return x.sign() * x.abs().pow(p - 1).masked_fill(x.eq(0), 0) * g * r.pow(1 - p);
   }
-  Tensor scale = (g / r.pow(p - 1)).masked_fill(r.eq(0), 0);
+  Tensor scale = (g / safe_r.pow(p - 1)).masked_fill(zero, 0);
   if (p < 2) return x.sign() * x.abs().pow(p - 1) * scale;
   return x * x.abs().pow(p - 2) * scale;
 }

@@ -294,6 +294,7 @@ bool define_entries(RnnCell cell) {
       })
       .save_outputs({0})  // the output sequence; every input
       .backward([cell, &bwd](const BackwardContext& c) { return forward_backward(cell, bwd, c); })
+      .first_order_only()
       .samples([cell](ScalarType dt) { return rnn_util::forward_samples(cell, dt); })
       .error_samples([cell] { return error_samples(cell, false); })
       .reference([cell](const std::vector<Tensor>& in, const Attrs& a) {
