@@ -51,7 +51,7 @@ BatchResult pointwise_rule(const OpDef& op, const BatchCall& c) {
   return {outs, std::vector<std::optional<int64_t>>(outs.size(), int64_t{0})};
 }
 
-// mm, bmm, mv, dot, addmm and baddbmm through matmul, which takes the batch as a leading dim
+// mm, bmm, addmm and baddbmm through matmul, which takes the batch as a leading dim
 // (broadcasting an unbatched operand over it).
 std::optional<BatchResult> product_rule(const OpDef& op, const BatchCall& c) {
   auto front = [&](size_t i) { return batch_to_front(c.values.at(i), c.bdims.at(i)); };
@@ -59,10 +59,6 @@ std::optional<BatchResult> product_rule(const OpDef& op, const BatchCall& c) {
   Tensor out;
   if (n == "mm" || n == "bmm") {
     out = matmul(front(0), front(1));
-  } else if (n == "mv") {
-    out = matmul(front(0), front(1).unsqueeze(-1)).squeeze({-1});
-  } else if (n == "dot") {
-    out = matmul(front(0).unsqueeze(-2), front(1).unsqueeze(-1)).squeeze({-1}).squeeze({-1});
   } else if (n == "addmm" || n == "baddbmm") {
     Tensor product = matmul(front(1), front(2));
     Tensor self = front(0);
@@ -80,7 +76,7 @@ std::optional<BatchResult> product_rule(const OpDef& op, const BatchCall& c) {
 }
 
 bool is_product(const OpDef& op) {
-  static const char* const kNames[] = {"mm", "bmm", "mv", "dot", "addmm", "baddbmm"};
+  static const char* const kNames[] = {"mm", "bmm", "addmm", "baddbmm"};
   return std::any_of(std::begin(kNames), std::end(kNames),
                      [&](const char* n) { return op.name == n; });
 }

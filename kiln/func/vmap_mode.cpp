@@ -23,8 +23,8 @@ void note_fallback(const OpDef& op) {
     if (n == op.name) return;
   g_fallback_ops.push_back(op.name);
   std::fprintf(stderr,
-               "kiln: vmap has no batching rule for %s; it runs once per batch element "
-               "(slower). Reported once per op.\n",
+               "kiln: vmap runs %s once per batch element: it has no batching rule for these "
+               "inputs (slower). Reported once per op.\n",
                op.name.c_str());
 }
 

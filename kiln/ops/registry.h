@@ -80,7 +80,8 @@ struct BatchResult {
   std::vector<Tensor> values;
   std::vector<std::optional<int64_t>> bdims;
 };
-using BatchRuleFn = std::function<BatchResult(const BatchCall&)>;
+// nullopt: this call is not one the rule handles; it runs as vmap's loop over the batch.
+using BatchRuleFn = std::function<std::optional<BatchResult>(const BatchCall&)>;
 
 using MetaFn = std::function<std::vector<TensorSpec>(const std::vector<Tensor>&, const Attrs&)>;
 using KernelFn =

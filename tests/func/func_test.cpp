@@ -224,13 +224,32 @@ TEST(Vmap, BadArgumentsAreClearErrors) {
 }
 
 TEST(Vmap, OpsWithoutARuleLoopAndAreReportedOnce) {
-  // Convolution has no batching rule yet: it runs once per element.
-  Tensor xs = rand64({3, 2, 5, 5}, 22), w = rand64({4, 2, 3, 3}, 23);
-  auto conv = [&](const Tensor& x) { return nn::functional::conv2d(x.unsqueeze(0), w).squeeze(0); };
-  Tensor got = F::vmap(conv)(xs);
-  expect_close(got, nn::functional::conv2d(xs, w));
+  // Max pooling has no batching rule yet: it runs once per element.
+  Tensor xs = rand64({3, 2, 6, 6}, 22);
+  auto pool = [](const Tensor& x) {
+    return nn::functional::max_pool2d(x, nn::functional::MaxPool2dFuncOptions(2));
+  };
+  expect_close(F::vmap(pool)(xs), pool(xs));
   const auto ops = F::vmap_fallback_ops();
-  EXPECT_NE(std::find(ops.begin(), ops.end(), "convolution"), ops.end());
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "max_pool2d_with_indices"), ops.end());
+}
+
+TEST(Vmap, ConvolutionsBatchIntoSamplesAndGroups) {
+  // A shared weight: the batch joins the samples; per-element weight gradients: the groups.
+  Tensor xs = rand64({3, 2, 2, 5, 5}, 23), w = rand64({4, 2, 3, 3}, 24);
+  auto conv = [&](const Tensor& x) { return nn::functional::conv2d(x, w); };
+  Tensor got = F::vmap(conv)(xs);
+  for (int64_t b = 0; b < 3; ++b) expect_close(got[b], conv(xs[b]));
+  auto loss = [](const Tensor& w, const Tensor& x) {
+    return nn::functional::conv2d(x, w, nn::functional::ConvFuncOptions().padding({1}).groups(2))
+        .pow(2)
+        .sum();
+  };
+  Tensor w2 = rand64({4, 1, 3, 3}, 25);
+  Tensor grads = F::vmap(F::grad(loss), {std::nullopt, 0})(w2, xs);
+  for (int64_t b = 0; b < 3; ++b) expect_close(grads[b], F::grad(loss)(w2, xs[b]), 1e-9);
+  const auto ops = F::vmap_fallback_ops();
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "convolution_backward_weight"), ops.end());
 }
 
 TEST(Transforms, GradOfVmapAndVmapOfGrad) {

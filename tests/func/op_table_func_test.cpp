@@ -58,16 +58,21 @@ TEST_P(OpTableFunc, VmapMatchesTheLoop) {
   int64_t compared = 0;
   const ScalarType dtype = sample_dtype(o);
   for (const OpSample& s : o.samples_(dtype)) {
-    // In-dim 0 and the last dim: the rules must move a batch from anywhere.
-    for (bool last : {false, true}) {
-      SCOPED_TRACE(o.name + " " + s.desc + (last ? " (in_dim -1)" : " (in_dim 0)"));
+    // Every input batched at dim 0, at the last dim (the rules must move a batch from anywhere),
+    // and only input 0 batched (the others broadcast over the batch).
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool last = variant == 1, only_first = variant == 2;
+      SCOPED_TRACE(o.name + " " + s.desc +
+                   (last         ? " (in_dim -1)"
+                    : only_first ? " (input 0 only)"
+                                 : " (in_dim 0)"));
       std::vector<Tensor> inputs = testing::clone_inputs(s.inputs);
       std::vector<Tensor> batched(inputs.size());
       std::vector<std::optional<int64_t>> in_dims(inputs.size());
       bool any = false;
       for (size_t i = 0; i < inputs.size(); ++i) {
         // In-place ops write into input 0: only it may be batched when others are.
-        if (!batchable(inputs[i], dtype) || (o.is_inplace && i > 0)) {
+        if (!batchable(inputs[i], dtype) || ((o.is_inplace || only_first) && i > 0)) {
           batched[i] = inputs[i];
           continue;
         }

@@ -6,6 +6,7 @@
 //   backward_weight(gy, x) is bilinear:  d gy = conv(x, ggw),  d x = transposed conv(gy, ggw).
 #include "kiln/ops/conv.h"
 #include "kiln/backend/cpu/conv_geometry.h"
+#include "kiln/ops/conv/batching.h"
 #include "kiln/ops/conv/reference.h"
 #include "kiln/ops/conv/util.h"
 #include "kiln/ops/meta.h"
@@ -202,6 +203,7 @@ KILN_REGISTER_OP(convolution)
     .cpu(convolution_kernel)
     .save_inputs({0, 1})  // input and weight, not the bias
     .backward(convolution_backward)
+    .batch_rule(conv::convolution_batch_rule)
     .samples(conv::convolution_samples)
     .error_samples(convolution_error_samples)
     .reference(conv::convolution_reference)
@@ -223,6 +225,7 @@ KILN_REGISTER_OP(convolution_backward_weight)
       weight_grad_params(in[1], a);
       return meta::one_spec(a.shape(4), in[1].dtype(), in[1].device());
     })
+    .batch_rule(conv::backward_weight_batch_rule)
     .cpu([](const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
       const conv::Params p = weight_grad_params(in[1], a);
       in_compute_dtype(

@@ -53,7 +53,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     SymShape out_shape = leading(a, 1);
     Tensor b2 = db == 1 ? b.reshape({k, 1}) : b;
     if (db == 2) out_shape.push_back(b.sym_size(1));
-    return mm(a.reshape({-1, k}), b2).view(out_shape);
+    // The row count is named, not -1: with k == 0 a -1 cannot be inferred.
+    return mm(a.reshape({numel_of(leading(a, 1)), k}), b2).view(out_shape);
   }
   // Batched: a vector operand becomes a row (a) or a column (b) that is dropped at the end.
   Tensor a2 = da == 1 ? a.reshape({1, k}) : a;
