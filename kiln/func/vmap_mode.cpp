@@ -70,9 +70,10 @@ std::vector<Tensor> VmapMode::batch(const OpDef& op, const std::vector<Tensor>& 
                                     const std::vector<std::optional<int64_t>>& bdims,
                                     const Attrs& attrs) const {
   if (op.is_inplace) {
-    bool others_batched = false;
-    for (size_t i = 1; i < bdims.size(); ++i) others_batched = others_batched || bdims[i];
-    KILN_CHECK(bdims.at(0) || !others_batched, "vmap: ", op.name,
+    // A batched result (from batched inputs, or one draw per element) needs a batched input 0.
+    bool batched_result = op.is_random && randomness_ == Randomness::Different;
+    for (size_t i = 1; i < bdims.size(); ++i) batched_result = batched_result || bdims[i];
+    KILN_CHECK(bdims.at(0) || !batched_result, "vmap: ", op.name,
                " writes its batched result into input 0, which is not batched; write into a "
                "batched tensor, or use the out-of-place op");
   }

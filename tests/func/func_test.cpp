@@ -198,6 +198,14 @@ TEST(Vmap, RandomOpsFollowRandomness) {
   expect_close(d_same[0], d_same[2]);
   Tensor d_diff = F::vmap(drop, {}, {0}, "different")(ones4);
   EXPECT_FALSE(d_diff[0].allclose(d_diff[2]));
+  // One draw per element cannot land in a tensor that is the same for every element.
+  Tensor shared = zeros({3}, TensorOptions(kFloat64));
+  EXPECT_TRUE(testing::raises(
+      [&] {
+        F::vmap([&](const Tensor& x) { return x.add(shared.uniform_()); }, {}, {0},
+                "different")(xs);
+      },
+      "vmap", "writes its batched result into input 0, which is not batched"));
 }
 
 TEST(Vmap, BadArgumentsAreClearErrors) {
