@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -27,14 +28,24 @@ constexpr int kExpectedExit = 42;
 
 // Forks `world` processes running body(rank); waits for all of them up to `limit`, killing the
 // rest after it. Returns each rank's exit status (-1: killed after the limit).
+//
+// The ranks start together, once every one is forked: a rank that connected early would wake the
+// parent's store thread while the parent forks the next rank, and a fork taken while that thread
+// holds a lock (the sanitizers' allocator) leaves the child waiting on it forever.
 inline std::vector<int> run_ranks(int world, const std::function<void(int)>& body,
                                   std::chrono::seconds limit = std::chrono::seconds(30)) {
   std::fflush(stdout);
   std::fflush(stderr);
+  int gate[2];
+  if (pipe(gate) != 0) throw Error("run_ranks: pipe failed");
   std::vector<pid_t> pids;
   for (int rank = 0; rank < world; ++rank) {
     const pid_t pid = fork();
     if (pid == 0) {
+      close(gate[1]);
+      char c;  // read returns at end of file, once the parent has forked every rank
+      while (read(gate[0], &c, 1) < 0 && errno == EINTR) continue;
+      close(gate[0]);
       int code = 0;
       try {
         body(rank);
@@ -47,6 +58,8 @@ inline std::vector<int> run_ranks(int world, const std::function<void(int)>& bod
     }
     pids.push_back(pid);
   }
+  close(gate[0]);
+  close(gate[1]);
   std::vector<int> status(world, -1);
   const auto deadline = std::chrono::steady_clock::now() + limit;
   int left = world;
