@@ -170,6 +170,57 @@ std::vector<Tensor> nll_reference(const std::vector<Tensor>& in, const Attrs& a)
   return {loss, nn_util::from_doubles({wsum}, {})};
 }
 
+// vmap's rule: the batch joins the samples (one unreduced nll_loss of B*N rows), then each
+// element's losses are reduced on their own. A batched weight takes the loop.
+std::optional<BatchResult> nll_batch_rule(const BatchCall& c) {
+  if (c.values.size() > 2 && c.bdims[2]) return std::nullopt;
+  const int64_t batch = c.batch_size;
+  auto batched = [&](size_t i) {
+    const Tensor& t = c.values[i];
+    if (c.bdims[i]) return *c.bdims[i] == 0 ? t : t.movedim({*c.bdims[i]}, {0});
+    SymShape sizes = t.sym_sizes().sym_vec();
+    sizes.insert(sizes.begin(), SymInt(batch));
+    return t.unsqueeze(0).expand(sizes);
+  };
+  const Tensor x = batched(0), target = batched(1);
+  const Tensor& weight = c.values.size() > 2 ? c.values[2] : Tensor();
+  const int64_t ignore = c.attrs.i(1);
+  // A logical (C) input has one sample: the batch is the samples.
+  const bool one_sample = x.dim() == 2;
+  const Tensor rows = one_sample ? x : x.flatten(0, 1);
+  const Tensor rows_target = one_sample ? target : target.flatten(0, 1);
+  static const OpDef& op = get_op("nll_loss");
+  Tensor losses = call_op(op, {rows, rows_target, weight},
+                          {nn_util::reduction_attr(Reduction::None), ignore})[0];
+  if (!one_sample) losses = losses.unflatten(0, {SymInt(batch), x.sym_size(1)});
+  // Each element's total weight: the weights of its targets that are not ignored.
+  const Tensor kept = target.ne(ignore);
+  Tensor per_target = kept.to(x.dtype());
+  if (weight.defined())
+    per_target =
+        per_target * weight.index_select(0, target.masked_fill(kept.logical_not(), 0).flatten())
+                         .view(target.sym_sizes());
+  const std::vector<int64_t> inner = [&] {
+    std::vector<int64_t> d;
+    for (int64_t k = 1; k < target.dim(); ++k) d.push_back(k);
+    return d;
+  }();
+  const Tensor total_weight = inner.empty() ? per_target : per_target.sum(inner);
+  Tensor loss;
+  switch (reduction_of("nll_loss", c.attrs.i(0))) {
+    case Reduction::None:
+      loss = losses;
+      break;
+    case Reduction::Sum:
+      loss = inner.empty() ? losses : losses.sum(inner);
+      break;
+    case Reduction::Mean:
+      loss = (inner.empty() ? losses : losses.sum(inner)) / total_weight;
+      break;
+  }
+  return BatchResult{{loss, total_weight}, {int64_t{0}, int64_t{0}}};
+}
+
 std::tuple<Tensor, Tensor> nll_loss_with_total(const Tensor& input, const Tensor& target,
                                                const Tensor& weight, Reduction reduction,
                                                int64_t ignore_index) {
@@ -189,6 +240,7 @@ KILN_REGISTER_OP(nll_loss)
     .cpu(nll_kernel)
     .save_outputs(true)
     .backward(nll_backward)
+    .batch_rule(nll_batch_rule)
     .materialize_grads(false)
     .samples(nll_samples)
     .error_samples([] {
