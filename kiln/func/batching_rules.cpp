@@ -1,7 +1,6 @@
 #include "kiln/func/batching_rules.h"
 
 #include <algorithm>
-#include <mutex>
 #include <unordered_map>
 
 #include "kiln/core/dispatch.h"
@@ -13,11 +12,6 @@
 #include "kiln/ops/shape.h"
 
 namespace kiln::func::detail {
-
-Tensor batch_to_front(const Tensor& value, std::optional<int64_t> bdim) {
-  if (!bdim || *bdim == 0) return value;
-  return value.movedim({*bdim}, {0});
-}
 
 int64_t logical_rank(const Tensor& value, std::optional<int64_t> bdim) {
   return value.dim() - (bdim ? 1 : 0);
@@ -43,7 +37,7 @@ BatchResult pointwise_rule(const OpDef& op, const BatchCall& c) {
   for (size_t i = 0; i < c.values.size(); ++i) {
     args[i] = c.values[i];
     if (!c.bdims[i]) continue;
-    Tensor t = batch_to_front(c.values[i], c.bdims[i]);
+    Tensor t = c.batch_in_front(i);
     for (int64_t pad = logical_rank(t, 0); pad < rank; ++pad) t = t.unsqueeze(1);
     args[i] = t;
   }
@@ -54,7 +48,7 @@ BatchResult pointwise_rule(const OpDef& op, const BatchCall& c) {
 // mm, bmm, addmm and baddbmm through matmul, which takes the batch as a leading dim
 // (broadcasting an unbatched operand over it).
 std::optional<BatchResult> product_rule(const OpDef& op, const BatchCall& c) {
-  auto front = [&](size_t i) { return batch_to_front(c.values.at(i), c.bdims.at(i)); };
+  auto front = [&](size_t i) { return c.batch_in_front(i); };
   const std::string& n = op.name;
   Tensor out;
   if (n == "mm" || n == "bmm") {
@@ -83,11 +77,21 @@ bool is_product(const OpDef& op) {
 
 }  // namespace
 
-BatchRuleKind batch_rule_kind(const OpDef& op) {
+namespace {
+BatchRuleKind find_rule_kind(const OpDef& op) {
   if (op.batch_rule_ || is_product(op)) return BatchRuleKind::Own;
   if (is_pointwise(op)) return BatchRuleKind::Pointwise;
   if (dims_rule_applies(op)) return BatchRuleKind::Dims;
   return BatchRuleKind::Loop;
+}
+}  // namespace
+
+BatchRuleKind batch_rule_kind(const OpDef& op) {
+  // Asked on every op call under vmap: each entry's answer is worked out once per thread.
+  thread_local std::unordered_map<const OpDef*, BatchRuleKind> kinds;
+  auto it = kinds.find(&op);
+  if (it == kinds.end()) it = kinds.emplace(&op, find_rule_kind(op)).first;
+  return it->second;
 }
 
 const char* to_string(BatchRuleKind kind) {

@@ -21,8 +21,6 @@ std::optional<BatchResult> apply_batch_rule(const OpDef& op, const BatchCall& ca
 BatchResult batch_loop(const OpDef& op, const BatchCall& call,
                        const std::function<void()>& before_each = {});
 
-// `value` with its batch (at bdim, if any) moved to dim 0.
-Tensor batch_to_front(const Tensor& value, std::optional<int64_t> bdim);
 // The rank the op sees: value's rank less the batch dim.
 int64_t logical_rank(const Tensor& value, std::optional<int64_t> bdim);
 

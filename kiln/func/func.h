@@ -157,7 +157,7 @@ auto vjp(F f, const A&... primals) {
         },
         detail::leaves_of<I...>(tup));
     R out = func::unflatten(*result, r.outputs);
-    auto pullback = [tup, like = out, pull = std::move(r.pullback)](const R& cotangent) {
+    auto pullback = [tup, pull = std::move(r.pullback)](const R& cotangent) {
       return detail::with_leaves<I...>(tup, pull(func::flatten(cotangent)));
     };
     return std::make_pair(std::move(out), std::move(pullback));

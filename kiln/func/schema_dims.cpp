@@ -1,7 +1,6 @@
 #include "kiln/func/schema_dims.h"
 
 #include <algorithm>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -101,9 +100,7 @@ DimsSpec parse(const OpDef& op) {
 }
 
 const DimsSpec& spec_of(const OpDef& op) {
-  static std::mutex mu;
-  static std::unordered_map<const OpDef*, DimsSpec> specs;
-  std::lock_guard<std::mutex> lock(mu);
+  thread_local std::unordered_map<const OpDef*, DimsSpec> specs;  // parsed once per thread
   auto it = specs.find(&op);
   if (it == specs.end()) it = specs.emplace(&op, parse(op)).first;
   return it->second;
@@ -116,7 +113,7 @@ bool dims_rule_applies(const OpDef& op) { return spec_of(op).applies; }
 std::optional<BatchResult> dims_rule(const OpDef& op, const BatchCall& c) {
   const DimsSpec& spec = spec_of(op);
   const int64_t rank = logical_rank(c.values.at(0), c.bdims.at(0));
-  Tensor self = batch_to_front(c.values[0], c.bdims[0]);
+  Tensor self = c.batch_in_front(0);
   // unsqueeze's dim counts the new dim; a 0-dim tensor takes dim 0 and -1 as PyTorch does, but
   // those cannot name a physical dim past the batch.
   const int64_t dim_range = op.name == "unsqueeze" ? rank + 1 : rank;

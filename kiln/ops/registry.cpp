@@ -50,4 +50,18 @@ std::vector<const OpDef*> all_ops() {
   return out;
 }
 
+Tensor BatchCall::batch_in_front(size_t i) const {
+  const Tensor& t = values.at(i);
+  const std::optional<int64_t> bdim = bdims.at(i);
+  return !bdim || *bdim == 0 ? t : t.movedim({*bdim}, {0});
+}
+
+Tensor BatchCall::batched(size_t i) const {
+  if (bdims.at(i)) return batch_in_front(i);
+  const Tensor& t = values[i];
+  SymShape sizes = t.sym_sizes().sym_vec();
+  sizes.insert(sizes.begin(), SymInt(batch_size));
+  return t.unsqueeze(0).expand(sizes);
+}
+
 }  // namespace kiln

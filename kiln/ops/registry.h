@@ -75,6 +75,11 @@ struct BatchCall {
   const std::vector<std::optional<int64_t>>& bdims;
   const Attrs& attrs;
   int64_t batch_size;
+
+  // Input i with its batch, if it has one, at dim 0.
+  Tensor batch_in_front(size_t i) const;
+  // Input i with its batch at dim 0; an input that is not batched is expanded over the batch.
+  Tensor batched(size_t i) const;
 };
 struct BatchResult {
   std::vector<Tensor> values;

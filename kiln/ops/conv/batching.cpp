@@ -5,10 +5,6 @@
 namespace kiln::conv {
 namespace {
 
-Tensor to_front(const Tensor& t, std::optional<int64_t> bdim) {
-  return !bdim || *bdim == 0 ? t : t.movedim({*bdim}, {0});
-}
-
 // [B, N, C, *] -> [N, B*C, *]: the batch's channels side by side, batch-major.
 Tensor batch_into_channels(const Tensor& t) {
   Tensor moved = t.movedim({0}, {1});
@@ -22,7 +18,7 @@ Tensor batch_into_channels(const Tensor& t) {
 
 std::optional<BatchResult> convolution_batch_rule(const BatchCall& c) {
   if (c.bdims[1] || (c.values.size() > 2 && c.bdims[2])) return std::nullopt;
-  const Tensor x = to_front(c.values[0], c.bdims[0]);
+  const Tensor x = c.batch_in_front(0);
   const SymInt b = x.sym_size(0), n = x.sym_size(1);
   std::vector<Tensor> args = c.values;
   args[0] = x.flatten(0, 1);
@@ -35,14 +31,7 @@ std::optional<BatchResult> backward_weight_batch_rule(const BatchCall& c) {
   // grad_output [B, N, O, *'] and input [B, N, C, *]; an unbatched one is the same for every
   // element.
   const int64_t batch = c.batch_size;
-  auto batched = [&](size_t i) {
-    Tensor t = c.values[i];
-    if (c.bdims[i]) return to_front(t, c.bdims[i]);
-    SymShape sizes = t.sym_sizes().sym_vec();
-    sizes.insert(sizes.begin(), SymInt(batch));
-    return t.unsqueeze(0).expand(sizes);
-  };
-  const Tensor gy = batch_into_channels(batched(0)), x = batch_into_channels(batched(1));
+  const Tensor gy = batch_into_channels(c.batched(0)), x = batch_into_channels(c.batched(1));
   SymShape weight_sizes = c.attrs.shape(4);
   const SymInt out_channels = weight_sizes[0];
   weight_sizes[0] = out_channels * batch;

@@ -175,14 +175,7 @@ std::vector<Tensor> nll_reference(const std::vector<Tensor>& in, const Attrs& a)
 std::optional<BatchResult> nll_batch_rule(const BatchCall& c) {
   if (c.values.size() > 2 && c.bdims[2]) return std::nullopt;
   const int64_t batch = c.batch_size;
-  auto batched = [&](size_t i) {
-    const Tensor& t = c.values[i];
-    if (c.bdims[i]) return *c.bdims[i] == 0 ? t : t.movedim({*c.bdims[i]}, {0});
-    SymShape sizes = t.sym_sizes().sym_vec();
-    sizes.insert(sizes.begin(), SymInt(batch));
-    return t.unsqueeze(0).expand(sizes);
-  };
-  const Tensor x = batched(0), target = batched(1);
+  const Tensor x = c.batched(0), target = c.batched(1);
   const Tensor& weight = c.values.size() > 2 ? c.values[2] : Tensor();
   const int64_t ignore = c.attrs.i(1);
   // A logical (C) input has one sample: the batch is the samples.
