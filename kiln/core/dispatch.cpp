@@ -93,6 +93,17 @@ void check_strided(const OpDef& op, const std::vector<Tensor>& inputs) {
                "convert it with to_dense() or use kiln::sparse::mm");
 }
 
+// Note [Quantized tensors reach no kernel] (kiln/core/quantizer.h).
+void check_not_quantized(const OpDef& op, const std::vector<Tensor>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined() || !is_quantized(inputs[i].dtype())) continue;
+    const auto& e = inputs[i].impl()->extension();
+    KILN_FAIL(op.name, ": input ", i, " is ", e ? e->describe() : std::string("a quantized tensor"),
+              ", but the op takes real values: call dequantize() first (int_repr() gives the "
+              "stored integers)");
+  }
+}
+
 std::string describe_call(const std::vector<Tensor>& inputs, const Attrs& attrs) {
   constexpr size_t kMaxChars = 240;  // arguments can be long lists
   std::ostringstream os;
@@ -149,6 +160,9 @@ std::vector<Tensor> make_outputs(const OpDef& op, const std::vector<Tensor>& inp
                                  const Attrs& attrs, bool meta) {
   KILN_CHECK(op.meta_, op.name, ": the op has no meta function");
   std::vector<TensorSpec> specs = op.meta_(inputs, attrs);
+  for (const TensorSpec& spec : specs)
+    KILN_CHECK(!is_quantized(spec.dtype), op.name, ": cannot make a tensor of dtype ", spec.dtype,
+               "; quantized tensors come from quantize_per_tensor or quantize_per_channel");
   meta = meta || std::any_of(specs.begin(), specs.end(), is_symbolic);
   std::vector<Tensor> outs;
   outs.reserve(specs.size());
@@ -230,6 +244,7 @@ Tensor call_op1(const OpDef& op, std::vector<Tensor> inputs, const Attrs& attrs)
 std::vector<Tensor> run_meta(const OpDef& op, const std::vector<Tensor>& inputs,
                              const Attrs& attrs) {
   check_strided(op, inputs);
+  check_not_quantized(op, inputs);
   pick_device(op, inputs);
   return with_op_context(op, inputs, attrs,
                          [&] { return make_outputs(op, inputs, attrs, /*meta=*/true); });
@@ -238,6 +253,7 @@ std::vector<Tensor> run_meta(const OpDef& op, const std::vector<Tensor>& inputs,
 std::vector<Tensor> run_kernel(const OpDef& op, const std::vector<Tensor>& inputs,
                                const Attrs& attrs) {
   check_strided(op, inputs);
+  check_not_quantized(op, inputs);
   if (any_meta(inputs)) {
     check_not_wrapped(op, inputs);
     return run_meta(op, inputs, attrs);

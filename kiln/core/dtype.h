@@ -21,6 +21,12 @@ enum class ScalarType : int8_t {
   Float32,
   Float64,
   Undefined,
+  // Quantized integers (kiln/core/quantized.h): their tensors carry a scale and zero point and
+  // reach no kernel; quantize_per_tensor makes them, dequantize and int_repr read them. After
+  // Undefined, so that the promotion table and per-dtype arrays keep their ten entries.
+  QInt8,
+  QUInt8,
+  QInt32,
   // c10's enumerator names (ScalarType::Float, ...), the same values.
   Byte = UInt8,
   Char = Int8,
@@ -52,6 +58,9 @@ constexpr ScalarType kFloat32 = ScalarType::Float32;
 constexpr ScalarType kFloat = ScalarType::Float32;
 constexpr ScalarType kFloat64 = ScalarType::Float64;
 constexpr ScalarType kDouble = ScalarType::Float64;
+constexpr ScalarType kQInt8 = ScalarType::QInt8;
+constexpr ScalarType kQUInt8 = ScalarType::QUInt8;
+constexpr ScalarType kQInt32 = ScalarType::QInt32;
 
 size_t element_size(ScalarType t);
 std::string_view dtype_name(ScalarType t);  // "float32", "int64", ...
@@ -59,6 +68,11 @@ std::ostream& operator<<(std::ostream& os, ScalarType t);
 
 constexpr bool is_floating_point(ScalarType t) {
   return t == kFloat16 || t == kBFloat16 || t == kFloat32 || t == kFloat64;
+}
+constexpr bool is_quantized(ScalarType t) { return t >= kQInt8 && t <= kQInt32; }
+// The plain integer type a quantized type stores (qint8 -> int8, quint8 -> uint8, qint32 -> int32).
+constexpr ScalarType underlying_int_type(ScalarType q) {
+  return q == kQInt8 ? kInt8 : q == kQUInt8 ? kUInt8 : q == kQInt32 ? kInt32 : q;
 }
 constexpr bool is_integral(ScalarType t, bool include_bool = false) {
   return (t >= kUInt8 && t <= kInt64) || (include_bool && t == kBool);

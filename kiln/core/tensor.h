@@ -13,6 +13,7 @@
 #include "kiln/core/array_ref.h"
 #include "kiln/core/error.h"
 #include "kiln/core/memory_format.h"
+#include "kiln/core/qscheme.h"
 #include "kiln/core/scalar.h"
 #include "kiln/core/tensor_accessor.h"
 #include "kiln/core/tensor_impl.h"
@@ -106,6 +107,17 @@ class Tensor {
   bool is_cpu() const { return device().is_cpu(); }
   bool is_cuda() const { return device().is_cuda(); }
   bool is_floating_point() const { return kiln::is_floating_point(dtype()); }
+  // Quantized tensors (kiln/core/quantizer.h, docs/quantization.md): their parameters, their
+  // stored integers (a copy, as torch's int_repr) and their real values (float32).
+  bool is_quantized() const { return kiln::is_quantized(dtype()); }
+  QScheme qscheme() const;
+  double q_scale() const;
+  int64_t q_zero_point() const;
+  Tensor q_per_channel_scales() const;       // float64 [channels]
+  Tensor q_per_channel_zero_points() const;  // int64 [channels]
+  int64_t q_per_channel_axis() const;
+  Tensor int_repr() const;
+  Tensor dequantize() const;
   size_t element_size() const { return kiln::element_size(dtype()); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   void* data_ptr() const;
