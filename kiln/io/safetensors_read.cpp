@@ -9,6 +9,7 @@
 
 #include "kiln/io/safetensors.h"
 #include "kiln/io/safetensors_header.h"
+#include "kiln/io/safetensors_quantized.h"
 #include "kiln/ops/creation.h"
 
 namespace kiln::io {
@@ -30,7 +31,7 @@ void normalize_bools(Tensor& t) {
 
 // Allocates each tensor and fills it with `read(offset in the source, destination, bytes)`.
 template <class Read>
-SafetensorsFile make_tensors(Header& h, const Read& read) {
+SafetensorsFile make_tensors(Header& h, const Reporter& r, const Read& read) {
   SafetensorsFile out;
   out.metadata = std::move(h.metadata);
   for (detail::TensorEntry& e : h.entries) {  // sorted by name: every insertion is at the end
@@ -39,6 +40,7 @@ SafetensorsFile make_tensors(Header& h, const Read& read) {
     if (e.dtype == kBool) normalize_bools(t);
     out.tensors.emplace_hint(out.tensors.end(), std::move(e.name), std::move(t));
   }
+  detail::attach_quantizers(out, r);
   return out;
 }
 
@@ -86,7 +88,7 @@ SafetensorsFile load_file(const std::string& path, const Reporter& r) {
   Header h = detail::parse_header(text, total - 8 - n, r);
   h.data_start = 8 + n;
   text = std::string();  // the header's memory is not needed while the data is read
-  return make_tensors(h, [&](uint64_t offset, void* dst, size_t bytes) {
+  return make_tensors(h, r, [&](uint64_t offset, void* dst, size_t bytes) {
     read_exactly(file.fd(), offset, dst, bytes, r);
   });
 }
@@ -99,7 +101,7 @@ SafetensorsFile from_safetensors_bytes(const uint8_t* data, size_t size,
   return r.run([&] {
     Header h = detail::parse_header_bytes(data, size, r);
     return make_tensors(
-        h, [&](uint64_t offset, void* dst, size_t n) { std::memcpy(dst, data + offset, n); });
+        h, r, [&](uint64_t offset, void* dst, size_t n) { std::memcpy(dst, data + offset, n); });
   });
 }
 

@@ -11,6 +11,7 @@
 #include "kiln/io/reporter.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/io/safetensors_format.h"
+#include "kiln/io/safetensors_quantized.h"
 #include "kiln/io/utf8.h"
 #include "kiln/ops/creation.h"
 
@@ -46,11 +47,12 @@ std::vector<Entry> prepare(const std::map<std::string, Tensor>& tensors, const R
     check_utf8(name, "tensor name", name, r);
     KILN_IO_CHECK(r, t.defined(), "tensor ", quoted(name), " is undefined");
     KILN_IO_CHECK(r, !t.is_meta(), "tensor ", quoted(name), " is a meta tensor (no data)");
-    KILN_IO_CHECK(r, detail::safetensors_name_of(t.dtype()) != nullptr, "tensor ", quoted(name),
-                  ": dtype ", t.dtype(), " has no safetensors name");
+    const Tensor stored = detail::stored_values(t);
+    KILN_IO_CHECK(r, detail::safetensors_name_of(stored.dtype()) != nullptr, "tensor ",
+                  quoted(name), ": dtype ", t.dtype(), " has no safetensors name");
     KILN_IO_CHECK(r, static_cast<size_t>(t.dim()) <= detail::kMaxDims, "tensor ", quoted(name),
                   " has ", t.dim(), " dimensions, over the limit of ", detail::kMaxDims);
-    Tensor cpu = t.detach();
+    Tensor cpu = stored.detach();
     if (!cpu.is_cpu()) cpu = cpu.to(Device(kCPU));
     entries.push_back({&name, cpu.contiguous()});
   }
@@ -174,7 +176,7 @@ std::vector<uint8_t> to_safetensors_bytes(const std::map<std::string, Tensor>& t
   const Reporter r("to_safetensors_bytes: ");
   return r.run([&] {
     std::vector<Entry> entries = prepare(tensors, r);
-    std::string header = make_header(entries, metadata, r);
+    std::string header = make_header(entries, detail::with_quantizers(tensors, metadata, r), r);
     std::vector<uint8_t> out;
     size_t total = 8 + header.size();
     for (const Entry& e : entries) total += e.data.nbytes();
@@ -193,7 +195,7 @@ void save_safetensors(const std::map<std::string, Tensor>& tensors, const std::s
   r.run([&] {
     // Everything is validated and converted before the temporary file exists.
     std::vector<Entry> entries = prepare(tensors, r);
-    std::string header = make_header(entries, metadata, r);
+    std::string header = make_header(entries, detail::with_quantizers(tensors, metadata, r), r);
     AtomicFileWriter file(path);
     serialize(entries, header, [&](const void* p, size_t n) { file.write(p, n); });
     file.commit();
