@@ -52,6 +52,18 @@ void Module::clear_registrations() {
   buffers_.clear();
   non_persistent_buffers_.clear();
   children_.clear();
+  // A copy runs its own forward: overrides and hooks may point at the original.
+  call_overrides_.clear();
+  forward_pre_hooks_.clear();
+}
+
+int64_t Module::register_forward_pre_hook(std::function<void(const Tensor&)> hook) {
+  forward_pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+void Module::remove_forward_pre_hook(int64_t id) {
+  std::erase_if(forward_pre_hooks_, [id](const auto& h) { return h.first == id; });
 }
 
 void Module::copy_state_from(const Module& source, const std::optional<Device>& device,

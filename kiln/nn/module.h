@@ -3,11 +3,14 @@
 // named parameters (tensors that require grad and that optimizers update), buffers (state
 // such as BatchNorm's running statistics) and child modules; the names compose into the
 // dotted paths of named_parameters() and state_dict() ("encoder.layers.0.linear1.weight").
+#include <any>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <typeindex>
 #include <utility>
 #include <vector>
 
@@ -123,6 +126,31 @@ class Module : public std::enable_shared_from_this<Module> {
   // Calling impl->forward() directly still runs eagerly.
   void compile(CompileOptions options = {}) { compile_options_ = std::move(options); }
   const std::optional<CompileOptions>& compile_options() const { return compile_options_; }
+
+  // Forward pre-hooks and call overrides, for kiln::quantization (prepare puts observers on a
+  // layer's input, convert runs an int8 layer in its place, as PyTorch's eager flow swaps
+  // modules). Linear, Conv2d and LSTM honour them in forward() itself, so that libtorch-style
+  // models calling `fc->forward(x)` are quantized too.
+  //
+  // A pre-hook sees the input before forward runs; register returns an id for remove.
+  int64_t register_forward_pre_hook(std::function<void(const Tensor&)> hook);
+  void remove_forward_pre_hook(int64_t id);
+  void run_forward_pre_hooks(const Tensor& input) const {
+    for (const auto& [id, hook] : forward_pre_hooks_) hook(input);
+  }
+  // What runs in place of forward, one per call signature (the arguments by const reference):
+  // set_call_override<Tensor(const Tensor&)>(f).
+  template <class Signature>
+  void set_call_override(std::function<Signature> f) {
+    call_overrides_[std::type_index(typeid(Signature))] = std::move(f);
+  }
+  template <class Signature>
+  const std::function<Signature>* call_override() const {
+    if (call_overrides_.empty()) return nullptr;
+    auto it = call_overrides_.find(std::type_index(typeid(Signature)));
+    return it == call_overrides_.end() ? nullptr
+                                       : std::any_cast<std::function<Signature>>(&it->second);
+  }
   // Parameters and buffers, every one, by dotted name.
   std::vector<std::pair<std::string, Tensor>> named_tensors() const;
 
@@ -159,6 +187,9 @@ class Module : public std::enable_shared_from_this<Module> {
   OrderedDict<std::string, std::shared_ptr<Module>> children_{"Submodule"};
   bool is_training_ = true;
   std::optional<CompileOptions> compile_options_;
+  std::map<std::type_index, std::any> call_overrides_;
+  std::vector<std::pair<int64_t, std::function<void(const Tensor&)>>> forward_pre_hooks_;
+  int64_t next_hook_id_ = 0;
 };
 
 // libtorch's base for modules that clone themselves: Derived overrides reset(), which (re)creates

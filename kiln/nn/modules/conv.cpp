@@ -98,6 +98,9 @@ void ConvNdImpl<D, Transposed>::reset_parameters() {
 template <size_t D, bool Transposed>
 Tensor ConvNdImpl<D, Transposed>::forward(const Tensor& input,
                                           const std::vector<int64_t>& output_size) {
+  run_forward_pre_hooks(input);
+  if (output_size.empty())
+    if (const auto* f = call_override<Tensor(const Tensor&)>()) return (*f)(input);
   const ConvOptions<D>& o = options;
   std::vector<int64_t> lo(D, 0), hi(D, 0);
   if (const auto* p = std::get_if<ExpandingArray<D>>(&o.padding())) {

@@ -35,7 +35,11 @@ LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
 
 void LinearImpl::reset_parameters() { init_like_linear(weight, bias, options.in_features()); }
 
-Tensor LinearImpl::forward(const Tensor& input) const { return linear(input, weight, bias); }
+Tensor LinearImpl::forward(const Tensor& input) const {
+  run_forward_pre_hooks(input);
+  if (const auto* f = call_override<Tensor(const Tensor&)>()) return (*f)(input);
+  return linear(input, weight, bias);
+}
 
 void LinearImpl::pretty_print(std::ostream& stream) const {
   stream << std::boolalpha << "kiln::nn::Linear(in_features=" << options.in_features()

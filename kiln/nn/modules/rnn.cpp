@@ -307,6 +307,11 @@ LSTMImpl::LSTMImpl(const LSTMOptions& options_)
 
 std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTMImpl::forward(
     const Tensor& input, std::optional<std::tuple<Tensor, Tensor>> hx) {
+  using State = std::tuple<Tensor, Tensor>;
+  run_forward_pre_hooks(input);
+  if (const auto* f =
+          call_override<std::tuple<Tensor, State>(const Tensor&, const std::optional<State>&)>())
+    return (*f)(input, hx);
   Tensor h0, c0;
   if (hx) std::tie(h0, c0) = *hx;
   KILN_CHECK(h0.defined() == c0.defined(), "LSTM: hx must hold both h_0 and c_0 or neither");
