@@ -1,5 +1,6 @@
 // kiln::func and autocast on the CPU: per-sample gradients by vmap(grad) and by a loop of grads,
-// and a training step of the demo's GPT in float32 and under autocast(bfloat16). Prints
+// a training step of the demo's GPT in float32 and under autocast(bfloat16), and int8 layers
+// (kiln::quantization) against float32 ones. Prints
 // "name milliseconds" lines; bench/func_quant.py runs torch's side and prints the ratios.
 //
 //   build/bench/func_quant
@@ -12,6 +13,7 @@
 #include "kiln/amp/autocast.h"
 #include "kiln/func/func.h"
 #include "kiln/kiln.h"
+#include "kiln/quantization/quantize.h"
 
 using namespace kiln;
 namespace F = kiln::func;
@@ -93,11 +95,41 @@ void gpt_step(bool bf16) {
   std::printf("gpt_train_step_%s %.4f\n", bf16 ? "autocast_bf16" : "float32", time_ms(step, 5));
 }
 
+// int8 layers against float32 ones: a Linear (batch 64, 1024 -> 1024) and a Conv2d (batch 16,
+// 64 -> 64 channels, 3x3, padding 1, 28x28), statically quantized (x86 qconfig, calibrated on
+// 4 batches), and the Linear dynamically quantized. Inputs are float32 on every side.
+template <class Layer>
+void int8_layer(const char* name, Layer layer, const std::vector<int64_t>& input_sizes) {
+  manual_seed(0);
+  NoGradGuard no_grad;
+  const Tensor x = randn(input_sizes);
+  std::printf("%s_float32 %.4f\n", name, time_ms([&] { layer->forward(x); }, 50));
+  auto prepared = quantization::prepare(*layer);
+  for (int i = 0; i < 4; ++i) layer->forward(randn(input_sizes));
+  quantization::convert(prepared);
+  std::printf("%s_int8 %.4f\n", name, time_ms([&] { layer->forward(x); }, 50));
+}
+
+void int8_dynamic_linear() {
+  manual_seed(0);
+  NoGradGuard no_grad;
+  nn::Linear fc(1024, 1024);
+  const Tensor x = randn({64, 1024});
+  quantization::quantize_dynamic(*fc);
+  std::printf("linear_dynamic_int8 %.4f\n", time_ms([&] { fc->forward(x); }, 50));
+}
+
 }  // namespace
 
-int main() {
-  per_sample_gradients("mlp", Mlp(), {64});
-  per_sample_gradients("cnn", Cnn(), {1, 16, 16});
-  gpt_step(false);
-  gpt_step(true);
+// `func_quant int8` runs only the int8 rows.
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) != "int8") {
+    per_sample_gradients("mlp", Mlp(), {64});
+    per_sample_gradients("cnn", Cnn(), {1, 16, 16});
+    gpt_step(false);
+    gpt_step(true);
+  }
+  int8_layer("linear", nn::Linear(1024, 1024), {64, 1024});
+  int8_layer("conv2d", nn::Conv2d(nn::Conv2dOptions(64, 64, 3).padding(1)), {16, 64, 28, 28});
+  int8_dynamic_linear();
 }

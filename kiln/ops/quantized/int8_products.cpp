@@ -2,10 +2,11 @@
 // (VNNI where the CPU has it), scaled per output channel into float32. What PyTorch 2's x86
 // inductor lowering makes of dequantize -> linear/conv (onednn.qlinear_pointwise).
 //
-// Zero points and the real bias fold into the int32 sum's bias, so oneDNN sees a plain
-// u8 x s8 product:  y[n] = xs * ws[n] * (sum x*w - zp * sum_k w[n, k]) + b[n]
-//                        = xs * ws[n] * (sum x*w + (b[n] / (xs * ws[n]) - zp * sum_k w[n, k])).
-// A padded convolution is padded with the zero point first (the real value 0).
+//   y[n] = xs * ws[n] * (sum (x - zp) * w) + b[n]
+//        = xs * ws[n] * (sum x*w + b[n] / (xs * ws[n]) - zp * sum_k w[n, k])
+// The real bias goes into the int32 sum's bias (oneDNN adds it before scaling); the zero point's
+// share goes there too for the linear, while the convolution gives oneDNN the zero point, which
+// then pads with it (the real value 0).
 #include "kiln/backend/cpu/dnnl_int8.h"
 #include "kiln/ops/conv.h"
 #include "kiln/ops/conv/util.h"
@@ -39,37 +40,51 @@ void check_operands(const char* op, const Tensor& x, const Tensor& w, const Tens
       bias.defined() ? ::kiln::detail::str_cat(bias.dtype(), bias.sym_sizes()) : std::string());
 }
 
-// Per output channel: the scale xs * ws[n] and the bias in units of it, with the zero point's
-// share (zp * sum of the channel's weights) taken out. w is [out, ...] contiguous.
+// Per output channel n, for input scale xs and zero point zp:
+//   weight_scales  ws[n]
+//   bias           b[n] / (xs * ws[n]), the real bias in units of the int32 sum
+//   zero_point_sum zp * sum_k w[n, k], the zero point's share of that sum
+// w is [out, ...] contiguous.
 struct Folded {
-  std::vector<float> scales, bias;
+  std::vector<float> weight_scales, bias, zero_point_sum;
+  double input_scale;
 };
+
+int32_t channel_sum(const int8_t* w, int64_t n) {
+  int32_t sum = 0;  // |sum| <= 128 n: an int32 holds it below 2^24 weights
+  for (int64_t i = 0; i < n; ++i) sum += w[i];
+  return sum;
+}
+
 Folded fold(const char* op, const Tensor& w, const Tensor& w_scales, const Tensor& bias,
             double x_scale, int64_t x_zero_point) {
   const int64_t n = w.size(0), per = n ? w.numel() / n : 0;
+  KILN_CHECK(per < (int64_t{1} << 24), op, ": ", per,
+             " weights per output channel are more than int32 sums hold (2^24)");
   const int8_t* pw = w.data_ptr<int8_t>();
   const std::vector<double> ws = quantized::to_doubles(w_scales);
   const std::vector<double> b =
       bias.defined() ? quantized::to_doubles(bias) : std::vector<double>(n, 0.0);
-  Folded f{std::vector<float>(n), std::vector<float>(n)};
+  Folded f{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n), x_scale};
   for (int64_t o = 0; o < n; ++o) {
     KILN_CHECK(std::isfinite(ws[o]) && ws[o] > 0, op,
                ": expected positive finite weight scales, but got ", ws[o], " at channel ", o);
-    int64_t sum = 0;
-    for (int64_t i = 0; i < per; ++i) sum += pw[o * per + i];
-    const double s = x_scale * ws[o];
-    f.scales[o] = static_cast<float>(s);
-    f.bias[o] = static_cast<float>(b[o] / s - static_cast<double>(x_zero_point * sum));
+    f.weight_scales[o] = static_cast<float>(ws[o]);
+    f.bias[o] = static_cast<float>(b[o] / (x_scale * ws[o]));
+    if (x_zero_point != 0)
+      f.zero_point_sum[o] = static_cast<float>(x_zero_point * channel_sum(pw + o * per, per));
   }
   return f;
 }
 
-// y = scales[n] * (acc + bias[n]) over a float32 [.., n]-last or [N, n, ...] result.
-void scale_in_place(Tensor& acc, const Folded& f, int64_t channel_dim) {
+// Without oneDNN's int8 products: y = xs * ws[n] * (acc + bias[n] - zero_point_sum[n]) from
+// float32 sums `acc` of the integers (exact below 2^24), channels along channel_dim.
+void scale_float_sums(Tensor& acc, const Folded& f, int64_t channel_dim) {
   std::vector<int64_t> shape(acc.dim(), 1);
-  shape[channel_dim] = static_cast<int64_t>(f.scales.size());
-  const Tensor s = tensor(f.scales).reshape(shape), b = tensor(f.bias).reshape(shape);
-  acc.add_(b).mul_(s);
+  shape[channel_dim] = static_cast<int64_t>(f.bias.size());
+  const Tensor scale = tensor(f.weight_scales).reshape(shape) * f.input_scale;
+  const Tensor shift = (tensor(f.bias) - tensor(f.zero_point_sum)).reshape(shape);
+  acc.add_(shift).mul_(scale);
 }
 
 // --- int8_linear ---
@@ -89,6 +104,9 @@ std::vector<TensorSpec> int8_linear_meta(const std::vector<Tensor>& in, const At
   return meta::one_spec(out, kFloat32, x.device());
 }
 
+// oneDNN's product has the weight scales built in (its fast int8 matmuls need them when the
+// primitive is made) and the input scale, which dynamic quantization changes with every call,
+// applied after.
 void int8_linear_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
   const Tensor x = in[0].contiguous(), w = in[1].contiguous();
   Tensor& y = out[0];
@@ -96,11 +114,14 @@ void int8_linear_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out,
   const int64_t k = w.size(1), n = w.size(0), m = y.numel() / n;
   const Folded f = fold("int8_linear", w, in[2], in[3], a.f(0), a.i(1));
   Tensor r = y.is_contiguous() ? y : empty(y.sym_sizes(), kFloat32);
-  if (k == 0 || !cpu::onednn::int8_linear(m, n, k, x.data_ptr<uint8_t>(), w.data_ptr<int8_t>(),
-                                          f.scales.data(), f.bias.data(), r.data_ptr<float>())) {
-    // Without oneDNN's int8 product: float32 sums of the integers (exact below 2^24).
+  std::vector<float> bias(n);
+  for (int64_t o = 0; o < n; ++o) bias[o] = f.bias[o] - f.zero_point_sum[o];
+  if (k > 0 && cpu::onednn::int8_linear(m, n, k, x.data_ptr<uint8_t>(), w.data_ptr<int8_t>(),
+                                        f.weight_scales.data(), bias.data(), r.data_ptr<float>())) {
+    r.mul_(f.input_scale);
+  } else {
     Tensor acc = matmul(x.reshape({m, k}).to(kFloat32), w.to(kFloat32).t());
-    scale_in_place(acc, f, 1);
+    scale_float_sums(acc, f, 1);
     r.copy_(acc.reshape(r.sizes()));
   }
   if (!r.is_same(y)) y.copy_(r);
@@ -132,26 +153,30 @@ std::vector<TensorSpec> int8_conv2d_meta(const std::vector<Tensor>& in, const At
   return meta::one_spec(conv::output_sizes(op, fx, fw, Tensor(), p), kFloat32, x.device());
 }
 
+// oneDNN's convolution takes the zero point itself (it pads with it) and the whole scale
+// xs * ws[n] built in: a layer's calls share one primitive.
 void int8_conv2d_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out, const Attrs& a) {
   const conv::Params p = conv2d_params(a);
   const int64_t zp = a.i(1);
-  Tensor x = in[0].contiguous();
-  const Tensor w = in[1].contiguous();
+  const Tensor x = in[0].contiguous(), w = in[1].contiguous();
   Tensor& y = out[0];
   if (y.numel() == 0) return;
   const Folded f = fold("int8_conv2d", w, in[2], in[3], a.f(0), zp);
-  if (p.padding[0] || p.padding[1])
-    x = constant_pad_nd(x, {p.padding[1], p.padding[1], p.padding[0], p.padding[0]}, zp);
-  conv::Params unpadded = p;
-  unpadded.padding = {0, 0};
-  const cpu::ConvGeometry g = conv::geometry(x.sizes(), y.sizes(), w.sizes(), unpadded);
+  const cpu::ConvGeometry g = conv::geometry(x.sizes(), y.sizes(), w.sizes(), p);
   Tensor r = y.is_contiguous() ? y : empty(y.sym_sizes(), kFloat32);
+  std::vector<float> scales(f.weight_scales.size());
+  for (size_t o = 0; o < scales.size(); ++o)
+    scales[o] = static_cast<float>(f.input_scale * f.weight_scales[o]);
   if (x.numel() == 0 || w.numel() == 0 ||
-      !cpu::onednn::int8_conv(g, x.data_ptr<uint8_t>(), w.data_ptr<int8_t>(), f.scales.data(),
-                              f.bias.data(), r.data_ptr<float>())) {
-    Tensor acc = conv2d(x.to(kFloat32), w.to(kFloat32), Tensor(), unpadded.stride, 0,
-                        unpadded.dilation, p.groups);
-    scale_in_place(acc, f, 1);
+      !cpu::onednn::int8_conv(g, x.data_ptr<uint8_t>(), static_cast<int32_t>(zp),
+                              w.data_ptr<int8_t>(), scales.data(), f.bias.data(),
+                              r.data_ptr<float>())) {
+    // Padded with the zero point: the real value 0.
+    const Tensor padded =
+        constant_pad_nd(x, {p.padding[1], p.padding[1], p.padding[0], p.padding[0]}, zp);
+    Tensor acc =
+        conv2d(padded.to(kFloat32), w.to(kFloat32), Tensor(), p.stride, 0, p.dilation, p.groups);
+    scale_float_sums(acc, f, 1);
     r.copy_(acc);
   }
   if (!r.is_same(y)) y.copy_(r);
