@@ -6,7 +6,6 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,18 +23,13 @@ const dnnl::engine& cpu_engine() {
 
 bool is_reference(const char* impl) { return std::string_view(impl).starts_with("ref"); }
 
-// Per output channel (dim 1 of the destination). oneDNN 2.6 has int8 convolutions only for
-// scales known when the primitive is made, and its AMX/VNNI matmuls (2.5x its gemm) likewise, so
-// the scales are part of the primitive and of its cache key.
-dnnl::primitive_attr per_channel_scales(const std::vector<float>& scales) {
+// Scales per output channel (dim 1 of the destination) and the source's zero point. oneDNN 2.6
+// has int8 convolutions only for scales known when the primitive is made, and its AMX/VNNI
+// matmuls (2.5x its gemm) likewise, so the scales are part of the primitive and of its cache key;
+// the zero point is given at execution.
+dnnl::primitive_attr int8_attr(const std::vector<float>& scales) {
   dnnl::primitive_attr attr;
   attr.set_output_scales(1 << 1, scales);
-  return attr;
-}
-
-// The scales, and the input's zero point given at execution.
-dnnl::primitive_attr conv_attr(const std::vector<float>& scales) {
-  dnnl::primitive_attr attr = per_channel_scales(scales);
   attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   return attr;
 }
@@ -64,10 +58,9 @@ std::optional<Entry> cached(const Key& key, Make&& make) {
 }
 
 // Runs `e`, reordering from and to the callers' layouts where the primitive chose others.
-// src_zero_point: for primitives made with conv_attr, else null.
 bool run(const Entry& e, const memory::desc& user_src, const void* x, const memory::desc& user_w,
          const void* w, int64_t channels, const float* bias, const memory::desc& user_dst, float* y,
-         const int32_t* src_zero_point = nullptr) {
+         int32_t src_zero_point) {
   try {
     const dnnl::engine& engine = cpu_engine();
     dnnl::stream stream(engine);
@@ -82,13 +75,12 @@ bool run(const Entry& e, const memory::desc& user_src, const void* x, const memo
     memory user_y(user_dst, engine, y);
     memory dst = e.dst == user_dst ? user_y : memory(e.dst, engine);
     memory bias_m(memory::desc({channels}, Type::f32, Tag::a), engine, const_cast<float*>(bias));
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias_m}, {DNNL_ARG_DST, dst}};
-    if (src_zero_point)
-      args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
-                   memory(memory::desc({1}, Type::s32, Tag::a), engine,
-                          const_cast<int32_t*>(src_zero_point)));
-    e.prim.execute(stream, args);
+    memory zero_point(memory::desc({1}, Type::s32, Tag::a), engine, &src_zero_point);
+    e.prim.execute(stream, {{DNNL_ARG_SRC, src},
+                            {DNNL_ARG_WEIGHTS, wei},
+                            {DNNL_ARG_BIAS, bias_m},
+                            {DNNL_ARG_DST, dst},
+                            {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point}});
     if (!(e.dst == user_dst)) dnnl::reorder(dst, user_y).execute(stream, dst, user_y);
     stream.wait();
     return true;
@@ -99,22 +91,22 @@ bool run(const Entry& e, const memory::desc& user_src, const void* x, const memo
 
 }  // namespace
 
-bool int8_linear(int64_t m, int64_t n, int64_t k, const uint8_t* x, const int8_t* w,
-                 const float* scales, const float* bias, float* y) {
+bool int8_linear(int64_t m, int64_t n, int64_t k, const uint8_t* x, int32_t x_zero_point,
+                 const int8_t* w, const float* scales, const float* bias, float* y) {
   const memory::desc src({m, k}, Type::u8, Tag::ab), wei({k, n}, Type::s8, Tag::ba),
       dst({m, n}, Type::f32, Tag::ab);
   std::vector<float> s(scales, scales + n);
   using Key = std::pair<std::array<int64_t, 3>, std::vector<float>>;
   const std::optional<Entry> e = cached(Key{{m, n, k}, s}, [&]() {
     const memory::desc b({1, n}, Type::f32, Tag::ab);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, b, dst), per_channel_scales(s),
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, b, dst), int8_attr(s),
                                     cpu_engine());
     if (is_reference(pd.impl_info_str())) return std::optional<Entry>();
     return std::optional<Entry>(
         Entry{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc()});
   });
   if (!e) return false;
-  return run(*e, src, x, wei, w, n, bias, dst, y);
+  return run(*e, src, x, wei, w, n, bias, dst, y, x_zero_point);
 }
 
 bool int8_conv(const ConvGeometry& g, const uint8_t* x, int32_t x_zero_point, const int8_t* w,
@@ -145,13 +137,13 @@ bool int8_conv(const ConvGeometry& g, const uint8_t* x, int32_t x_zero_point, co
                                         any(dst), {g.stride[1], g.stride[2]},
                                         {g.dilation[1] - 1, g.dilation[2] - 1},
                                         {g.pad[1], g.pad[2]}, {g.pad_high(1), g.pad_high(2)}),
-        conv_attr(s), cpu_engine());
+        int8_attr(s), cpu_engine());
     if (is_reference(pd.impl_info_str())) return std::optional<Entry>();
     return std::optional<Entry>(
         Entry{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc()});
   });
   if (!e) return false;
-  return run(*e, src, x, wei, w, g.out_channels, bias, dst, y, &x_zero_point);
+  return run(*e, src, x, wei, w, g.out_channels, bias, dst, y, x_zero_point);
 }
 
 }  // namespace kiln::cpu::onednn

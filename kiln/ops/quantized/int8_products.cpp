@@ -2,11 +2,9 @@
 // (VNNI where the CPU has it), scaled per output channel into float32. What PyTorch 2's x86
 // inductor lowering makes of dequantize -> linear/conv (onednn.qlinear_pointwise).
 //
-//   y[n] = xs * ws[n] * (sum (x - zp) * w) + b[n]
-//        = xs * ws[n] * (sum x*w + b[n] / (xs * ws[n]) - zp * sum_k w[n, k])
-// The real bias goes into the int32 sum's bias (oneDNN adds it before scaling); the zero point's
-// share goes there too for the linear, while the convolution gives oneDNN the zero point, which
-// then pads with it (the real value 0).
+//   y[n] = xs * ws[n] * (sum (x - zp) * w + b[n] / (xs * ws[n]))
+// oneDNN takes the zero point (a convolution pads with it: the real value 0) and adds the real
+// bias, in units of the int32 sum, before it scales.
 #include "kiln/backend/cpu/dnnl_int8.h"
 #include "kiln/ops/conv.h"
 #include "kiln/ops/conv/util.h"
@@ -40,50 +38,40 @@ void check_operands(const char* op, const Tensor& x, const Tensor& w, const Tens
       bias.defined() ? ::kiln::detail::str_cat(bias.dtype(), bias.sym_sizes()) : std::string());
 }
 
-// Per output channel n, for input scale xs and zero point zp:
+// Per output channel n, for input scale xs:
 //   weight_scales  ws[n]
 //   bias           b[n] / (xs * ws[n]), the real bias in units of the int32 sum
-//   zero_point_sum zp * sum_k w[n, k], the zero point's share of that sum
-// w is [out, ...] contiguous.
 struct Folded {
-  std::vector<float> weight_scales, bias, zero_point_sum;
+  std::vector<float> weight_scales, bias;
   double input_scale;
 };
 
-int32_t channel_sum(const int8_t* w, int64_t n) {
-  int32_t sum = 0;  // |sum| <= 128 n: an int32 holds it below 2^24 weights
-  for (int64_t i = 0; i < n; ++i) sum += w[i];
-  return sum;
-}
-
 Folded fold(const char* op, const Tensor& w, const Tensor& w_scales, const Tensor& bias,
-            double x_scale, int64_t x_zero_point) {
-  const int64_t n = w.size(0), per = n ? w.numel() / n : 0;
-  KILN_CHECK(per < (int64_t{1} << 24), op, ": ", per,
-             " weights per output channel are more than int32 sums hold (2^24)");
-  const int8_t* pw = w.data_ptr<int8_t>();
+            double x_scale) {
+  const int64_t n = w.size(0);
   const std::vector<double> ws = quantized::to_doubles(w_scales);
   const std::vector<double> b =
       bias.defined() ? quantized::to_doubles(bias) : std::vector<double>(n, 0.0);
-  Folded f{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n), x_scale};
+  Folded f{std::vector<float>(n), std::vector<float>(n), x_scale};
   for (int64_t o = 0; o < n; ++o) {
     KILN_CHECK(std::isfinite(ws[o]) && ws[o] > 0, op,
                ": expected positive finite weight scales, but got ", ws[o], " at channel ", o);
     f.weight_scales[o] = static_cast<float>(ws[o]);
     f.bias[o] = static_cast<float>(b[o] / (x_scale * ws[o]));
-    if (x_zero_point != 0)
-      f.zero_point_sum[o] = static_cast<float>(x_zero_point * channel_sum(pw + o * per, per));
   }
   return f;
 }
 
-// Without oneDNN's int8 products: y = xs * ws[n] * (acc + bias[n] - zero_point_sum[n]) from
-// float32 sums `acc` of the integers (exact below 2^24), channels along channel_dim.
-void scale_float_sums(Tensor& acc, const Folded& f, int64_t channel_dim) {
+// Without oneDNN's int8 products: y = xs * ws[n] * (acc - zp * sum_k w[n, k] + bias[n]) from
+// float32 sums `acc` of the integers x * w (exact below 2^24; a convolution's input padded with
+// the zero point), channels along channel_dim. w is [out, ...] contiguous.
+void scale_float_sums(Tensor& acc, const Folded& f, const Tensor& w, int64_t zero_point,
+                      int64_t channel_dim) {
   std::vector<int64_t> shape(acc.dim(), 1);
-  shape[channel_dim] = static_cast<int64_t>(f.bias.size());
+  shape[channel_dim] = w.size(0);
   const Tensor scale = tensor(f.weight_scales).reshape(shape) * f.input_scale;
-  const Tensor shift = (tensor(f.bias) - tensor(f.zero_point_sum)).reshape(shape);
+  const Tensor sums = w.to(kFloat64).flatten(1).sum(1) * static_cast<double>(zero_point);
+  const Tensor shift = (tensor(f.bias) - sums.to(kFloat32)).reshape(shape);
   acc.add_(shift).mul_(scale);
 }
 
@@ -112,16 +100,16 @@ void int8_linear_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out,
   Tensor& y = out[0];
   if (y.numel() == 0) return;
   const int64_t k = w.size(1), n = w.size(0), m = y.numel() / n;
-  const Folded f = fold("int8_linear", w, in[2], in[3], a.f(0), a.i(1));
+  const int64_t zp = a.i(1);
+  const Folded f = fold("int8_linear", w, in[2], in[3], a.f(0));
   Tensor r = y.is_contiguous() ? y : empty(y.sym_sizes(), kFloat32);
-  std::vector<float> bias(n);
-  for (int64_t o = 0; o < n; ++o) bias[o] = f.bias[o] - f.zero_point_sum[o];
-  if (k > 0 && cpu::onednn::int8_linear(m, n, k, x.data_ptr<uint8_t>(), w.data_ptr<int8_t>(),
-                                        f.weight_scales.data(), bias.data(), r.data_ptr<float>())) {
+  if (k > 0 && cpu::onednn::int8_linear(m, n, k, x.data_ptr<uint8_t>(), static_cast<int32_t>(zp),
+                                        w.data_ptr<int8_t>(), f.weight_scales.data(), f.bias.data(),
+                                        r.data_ptr<float>())) {
     r.mul_(f.input_scale);
   } else {
     Tensor acc = matmul(x.reshape({m, k}).to(kFloat32), w.to(kFloat32).t());
-    scale_float_sums(acc, f, 1);
+    scale_float_sums(acc, f, w, zp, 1);
     r.copy_(acc.reshape(r.sizes()));
   }
   if (!r.is_same(y)) y.copy_(r);
@@ -161,7 +149,7 @@ void int8_conv2d_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out,
   const Tensor x = in[0].contiguous(), w = in[1].contiguous();
   Tensor& y = out[0];
   if (y.numel() == 0) return;
-  const Folded f = fold("int8_conv2d", w, in[2], in[3], a.f(0), zp);
+  const Folded f = fold("int8_conv2d", w, in[2], in[3], a.f(0));
   const cpu::ConvGeometry g = conv::geometry(x.sizes(), y.sizes(), w.sizes(), p);
   Tensor r = y.is_contiguous() ? y : empty(y.sym_sizes(), kFloat32);
   std::vector<float> scales(f.weight_scales.size());
@@ -176,7 +164,7 @@ void int8_conv2d_kernel(const std::vector<Tensor>& in, std::vector<Tensor>& out,
         constant_pad_nd(x, {p.padding[1], p.padding[1], p.padding[0], p.padding[0]}, zp);
     Tensor acc =
         conv2d(padded.to(kFloat32), w.to(kFloat32), Tensor(), p.stride, 0, p.dilation, p.groups);
-    scale_float_sums(acc, f, 1);
+    scale_float_sums(acc, f, w, zp, 1);
     r.copy_(acc);
   }
   if (!r.is_same(y)) y.copy_(r);
