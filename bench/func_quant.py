@@ -1,4 +1,5 @@
-"""kiln::func and autocast against torch.func and torch.autocast on the CPU, in one run.
+"""kiln::func, autocast and int8 quantization against torch.func, torch.autocast and
+torch.ao.quantization (x86 backend) on the CPU, in one run.
 
     /opt/ref/bin/python bench/func_quant.py build/bench/func_quant
 """
@@ -81,6 +82,31 @@ def gpt_step(bf16):
     return time_ms(step, 5)
 
 
+def int8_layers():
+    """torch's eager x86 flow on the same layers: QuantStub -> layer -> DeQuantStub."""
+    import torch.ao.quantization as tq
+    torch.backends.quantized.engine = "x86"
+    out = {}
+    for name, layer, sizes in (("linear", nn.Linear(1024, 1024), (64, 1024)),
+                               ("conv2d", nn.Conv2d(64, 64, 3, padding=1), (16, 64, 28, 28))):
+        torch.manual_seed(0)
+        x = torch.randn(*sizes)
+        with torch.no_grad():
+            out[f"{name}_float32"] = time_ms(lambda: layer(x), 50)
+            model = nn.Sequential(tq.QuantStub(), layer, tq.DeQuantStub()).eval()
+            model.qconfig = tq.get_default_qconfig("x86")
+            tq.prepare(model, inplace=True)
+            for _ in range(4):
+                model(torch.randn(*sizes))
+            tq.convert(model, inplace=True)
+            out[f"{name}_int8"] = time_ms(lambda: model(x), 50)
+    fc = tq.quantize_dynamic(nn.Linear(1024, 1024), {nn.Linear}, dtype=torch.qint8)
+    x = torch.randn(64, 1024)
+    with torch.no_grad():
+        out["linear_dynamic_int8"] = time_ms(lambda: fc(x), 50)
+    return out
+
+
 def main():
     kiln = dict(line.split() for line in
                 subprocess.run([sys.argv[1]], capture_output=True, text=True, check=True)
@@ -91,7 +117,8 @@ def main():
     ref = {**per_sample_gradients("mlp", mlp, (64,)),
            **per_sample_gradients("cnn", cnn, (1, 16, 16)),
            "gpt_train_step_float32": gpt_step(False),
-           "gpt_train_step_autocast_bf16": gpt_step(True)}
+           "gpt_train_step_autocast_bf16": gpt_step(True),
+           **int8_layers()}
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     for name, t in ref.items():
         k = float(kiln[name])
@@ -100,6 +127,9 @@ def main():
         ratio = (float(kiln[f"per_sample_grads_{name}_vmap"]) /
                  float(kiln[f"per_sample_grads_{name}_loop"]))
         print(f"{'kiln vmap / kiln loop, ' + name:30} {ratio:5.2f}")
+    for name in ("linear", "conv2d"):
+        ratio = float(kiln[f"{name}_int8"]) / float(kiln[f"{name}_float32"])
+        print(f"{'kiln int8 / kiln float32, ' + name:30} {ratio:5.2f}")
     print(f"{'kiln bf16 / kiln float32':30} {float(kiln['gpt_train_step_autocast_bf16']) / float(kiln['gpt_train_step_float32']):5.2f}")
 
 
