@@ -38,6 +38,48 @@ std::map<std::string, std::string> with_quantizers(
 
 Tensor stored_values(const Tensor& t) { return quantizer_of(t) ? quantized_values(t) : t; }
 
+namespace {
+
+// The quantizer an entry describes for a tensor stored as `stored`; a kiln::Error saying what is
+// wrong with it otherwise. Every field's JSON type is checked before it is read, so that no
+// number converts out of its range.
+std::shared_ptr<const Quantizer> quantizer_from(const std::string& text, ScalarType stored) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  KILN_CHECK(!j.is_discarded() && j.is_object(), "it is not a JSON object");
+  auto field = [&](const char* key) -> const nlohmann::json& {
+    auto it = j.find(key);
+    KILN_CHECK(it != j.end(), "it has no \"", key, "\"");
+    return *it;
+  };
+  const nlohmann::json& d = field("dtype");
+  const ScalarType dtype =
+      d.is_string() ? qdtype_from_name(d.get<std::string>()) : ScalarType::Undefined;
+  KILN_CHECK(dtype != ScalarType::Undefined && underlying_int_type(dtype) == stored, "its dtype ",
+             d.dump(), " is not a quantized dtype stored as ", stored);
+  const nlohmann::json &s = field("scales"), &z = field("zero_points"), &a = field("axis");
+  KILN_CHECK(s.is_array() && z.is_array() && s.size() == z.size(),
+             "\"scales\" and \"zero_points\" are not arrays of one length");
+  std::vector<double> scales;
+  std::vector<int64_t> zero_points;
+  for (const nlohmann::json& e : s) {
+    KILN_CHECK(e.is_number(), "a scale is not a number: ", e.dump());
+    scales.push_back(e.get<double>());
+  }
+  for (const nlohmann::json& e : z) {
+    KILN_CHECK(e.is_number_integer(), "a zero point is not an integer: ", e.dump());
+    zero_points.push_back(e.get<int64_t>());
+  }
+  KILN_CHECK(a.is_number_integer(), "\"axis\" is not an integer: ", a.dump());
+  const int64_t axis = a.get<int64_t>();
+  if (axis >= 0)
+    return std::make_shared<const Quantizer>(dtype, std::move(scales), std::move(zero_points),
+                                             axis);
+  KILN_CHECK(scales.size() == 1, "a per-tensor entry (axis -1) needs one scale and zero point");
+  return std::make_shared<const Quantizer>(dtype, scales[0], zero_points[0]);
+}
+
+}  // namespace
+
 void attach_quantizers(SafetensorsFile& file, const Reporter& r) {
   for (auto it = file.metadata.begin(); it != file.metadata.end();) {
     if (!std::string_view(it->first).starts_with(kPrefix)) {
@@ -48,30 +90,13 @@ void attach_quantizers(SafetensorsFile& file, const Reporter& r) {
     auto t = file.tensors.find(name);
     if (t == file.tensors.end())
       r.fail("metadata entry '", it->first, "' names no tensor in the file");
-    std::shared_ptr<const Quantizer> q;
+    Tensor quantized;
     try {
-      const nlohmann::json j = nlohmann::json::parse(it->second);
-      const ScalarType dtype = qdtype_from_name(j.at("dtype").get<std::string>());
-      if (dtype == ScalarType::Undefined || underlying_int_type(dtype) != t->second.dtype())
-        r.fail("tensor '", name, "' is stored as ", t->second.dtype(),
-               ", which its quantization entry's dtype ", j.at("dtype").dump(), " does not store");
-      auto scales = j.at("scales").get<std::vector<double>>();
-      auto zero_points = j.at("zero_points").get<std::vector<int64_t>>();
-      const int64_t axis = j.at("axis").get<int64_t>();
-      if (axis < 0) {
-        if (scales.size() != 1 || zero_points.size() != 1)
-          r.fail("tensor '", name, "': a per-tensor entry needs one scale and one zero point");
-        q = std::make_shared<const Quantizer>(dtype, scales[0], zero_points[0]);
-      } else {
-        q = std::make_shared<const Quantizer>(dtype, std::move(scales), std::move(zero_points),
-                                              axis);
-      }
-    } catch (const nlohmann::json::exception& e) {
-      r.fail("the quantization entry of tensor '", name, "' is malformed: ", e.what());
+      quantized = make_quantized(t->second, quantizer_from(it->second, t->second.dtype()));
     } catch (const Error& e) {
       r.fail("the quantization entry of tensor '", name, "' is invalid: ", e.what());
     }
-    t->second = make_quantized(t->second, std::move(q));
+    t->second = std::move(quantized);
     it = file.metadata.erase(it);
   }
 }

@@ -107,9 +107,13 @@ TEST(QuantizedTensor, DamagedQuantizationEntriesAreErrors) {
           io::to_safetensors_bytes({{"w", values}}, {{"kiln.quantized.w", entry}}));
     });
   };
-  expect_has(load_with("{"), "the quantization entry of tensor 'w' is malformed");
+  expect_has(load_with("{"), "the quantization entry of tensor 'w' is invalid: it is not a JSON");
+  expect_has(load_with(R"({"dtype": "qint8", "scales": [1], "zero_points": [1e300], "axis": -1})"),
+             "a zero point is not an integer: 1e+300");
+  expect_has(load_with(R"({"dtype": "qint8", "scales": [1], "zero_points": [0]})"),
+             "it has no \"axis\"");
   expect_has(load_with(R"({"dtype": "quint8", "scales": [1], "zero_points": [0], "axis": -1})"),
-             "is stored as int8");
+             "is not a quantized dtype stored as int8");
   expect_has(load_with(R"({"dtype": "qint8", "scales": [-1], "zero_points": [0], "axis": -1})"),
              "positive finite scale");
   expect_has(
