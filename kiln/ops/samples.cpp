@@ -1,4 +1,5 @@
 #include "kiln/ops/samples.h"
+#include "kiln/ops/samples_rng.h"
 
 #include <random>
 
@@ -6,9 +7,18 @@
 
 namespace kiln::samples {
 
+namespace {
+constexpr uint64_t kSeed = 1234;
+std::mt19937_64& rng() {
+  static std::mt19937_64 engine(kSeed);
+  return engine;
+}
+}  // namespace
+
+void reset_rng() { rng().seed(kSeed); }
+
 Tensor make(std::vector<int64_t> shape, ScalarType dtype, double low, double high,
             bool noncontiguous) {
-  static std::mt19937_64 rng(1234);
   if (dtype == kUInt8 && low < 0) {  // unsigned: keep the same spread, shifted to >= 0
     high -= low;
     low = 0;
@@ -20,9 +30,11 @@ Tensor make(std::vector<int64_t> shape, ScalarType dtype, double low, double hig
   std::vector<double> vals(n);
   std::uniform_real_distribution<double> dist(low, high);
   for (auto& v : vals) {
-    v = dist(rng);
-    if (dtype == kBool) v = v > (low + high) / 2;
-    else if (is_integral(dtype)) v = std::floor(v);
+    v = dist(rng());
+    if (dtype == kBool)
+      v = v > (low + high) / 2;
+    else if (is_integral(dtype))
+      v = std::floor(v);
   }
   Tensor base = tensor(vals, TensorOptions(kFloat64)).view(SymIntList(alloc)).to(dtype);
   if (!noncontiguous || shape.empty()) return base;
@@ -40,14 +52,14 @@ std::vector<OpSample> unary(ScalarType dt, double low, double high) {
   };
 }
 
-std::vector<OpSample> binary(ScalarType dt, double low, double high, double low2,
-                             double high2) {
+std::vector<OpSample> binary(ScalarType dt, double low, double high, double low2, double high2) {
   return {
       {{make({3, 4}, dt, low, high), make({3, 4}, dt, low2, high2)}, {}, "same shape"},
       {{make({3, 1}, dt, low, high), make({1, 4}, dt, low2, high2)}, {}, "broadcast both"},
       {{make({2, 3, 4}, dt, low, high), make({4}, dt, low2, high2)}, {}, "broadcast rank"},
       {{make({5}, dt, low, high), make({}, dt, low2, high2)}, {}, "0-dim other"},
-      {{make({4, 5}, dt, low, high, true), make({5, 4}, dt, low2, high2).t()}, {},
+      {{make({4, 5}, dt, low, high, true), make({5, 4}, dt, low2, high2).t()},
+       {},
        "non-contiguous"},
       {{make({0, 4}, dt, low, high), make({4}, dt, low2, high2)}, {}, "zero-size"},
   };
