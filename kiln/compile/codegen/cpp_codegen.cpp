@@ -342,7 +342,8 @@ struct Emitter {
       else if (strides[b].back().maybe_int() == 0)
         os << indent << "const fvec v" << id << " = splat(static_cast<float>(" << at(b) << "));\n";
       else
-        os << indent << "const fvec v" << id << " = load_vec(&" << at(b) << ");\n";
+        os << indent << "prefetch_read(&" << at(b) << ");\n"
+           << indent << "const fvec v" << id << " = load_vec(&" << at(b) << ");\n";
     }
     for (size_t i = 0; i < k.nodes.size(); ++i) {
       if (!last_pass && anchor >= 0 && static_cast<int>(i) >= anchor) break;
@@ -374,7 +375,8 @@ struct Emitter {
       if (is_row_output(id)) continue;  // stored once per row
       const int b = buffer_of[id];
       if (vec)
-        os << indent << "store_vec(&" << at(b) << ", v" << id << ");\n";
+        os << indent << "prefetch_write(&" << at(b) << ");\n"
+           << indent << "store_vec(&" << at(b) << ", v" << id << ");\n";
       else
         os << indent << at(b) << " = static_cast<" << storage_type(g.values[id].dtype) << ">(v"
            << id << ");\n";

@@ -98,7 +98,7 @@ Toolchain toolchain() {
 std::string flags_for(cpu::CpuCapability level) {
   std::string f =
       "-std=c++20 -O3 -ffp-contract=off -fPIC -fvisibility=hidden -w -mavx2 -mfma -mf16c -mbmi "
-      "-mbmi2 -mlzcnt -mpopcnt";
+      "-mbmi2 -mlzcnt -mpopcnt -mprfchw";
   if (level >= cpu::CpuCapability::Avx512)
     f += " -mavx512f -mavx512bw -mavx512vl -mavx512dq -mprefer-vector-width=512";
   if (level >= cpu::CpuCapability::Avx512Bf16) f += " -mavx512bf16 -mavx512vnni";
