@@ -163,6 +163,59 @@ TEST(Pointwise, InPlaceReadsOverlappingInputsBeforeWriting) {
   expect_error([&] { zeros({1}).expand({3}).add_(1); }, {"single memory location"});
 }
 
+// A scalar operand is broadcast along the whole tensor: every dim merges into one run with a
+// stride-0 input, which the loops read from a filled buffer, in pieces over the threads. Sizes
+// over several parallel grains (32768) with a tail; values exact in every dtype.
+TEST(Pointwise, ScalarOperandsOverLongRuns) {
+  const int64_t n = 3 * 32768 + 37;
+  std::vector<double> base(n);
+  for (int64_t i = 0; i < n; ++i) base[i] = static_cast<double>(i % 64 - 32);
+  for (ScalarType dt : {kFloat32, kBFloat16, kFloat16, kFloat64, kInt32}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    const Tensor x = tensor(base, kFloat64).to(dt);
+    auto expect = [&](const Tensor& got, auto f) {
+      const std::vector<double> v = values(got);
+      ASSERT_EQ(static_cast<int64_t>(v.size()), n);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < n; ++i) wrong += v[i] != f(base[i]);
+      EXPECT_EQ(wrong, 0);
+    };
+    expect(x * 2, [](double a) { return a * 2; });
+    expect(3 - x, [](double a) { return 3 - a; });
+    expect(x + tensor(4.0, dt), [](double a) { return a + 4; });
+    expect(addcmul(x, tensor(2.0, dt), x), [](double a) { return a + 2 * a; });
+    expect(where(x > 0, x, tensor(-1.0, dt)), [](double a) { return a > 0 ? a : -1; });
+    Tensor y = x.clone();
+    y.mul_(-2);
+    expect(y, [](double a) { return a * -2; });
+  }
+}
+
+// Broadcast operands first or second, along the inner dim or an outer one, with runs that end in
+// a partial vector: small integers, so every dtype's result is exact.
+TEST(Pointwise, BroadcastOperandsInEitherPositionAreExact) {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
+      {{40}, {}}, {{5, 37}, {5, 1}}, {{5, 37}, {1, 37}}, {{37, 5}, {37, 1}}, {{2, 3, 40}, {3, 1}}};
+  for (const auto& [big, small] : shapes) {
+    for (ScalarType dt : {kFloat32, kBFloat16, kFloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(big.size()));
+      const Tensor a = randint(-4, 5, big).to(dt), b = randint(-4, 5, small).to(dt);
+      for (bool swap : {false, true}) {
+        const Tensor x = swap ? b : a, y = swap ? a : b;
+        const Tensor xd = x.to(kFloat64), yd = y.to(kFloat64);
+        auto error = [&](const Tensor& got, const Tensor& want) {
+          return (got.to(kFloat64) - want).abs().max().item<double>();
+        };
+        EXPECT_EQ(error(x + y, xd + yd), 0);
+        EXPECT_EQ(error(x - y, xd - yd), 0);
+        EXPECT_EQ(error(x * y, xd * yd), 0);
+        EXPECT_EQ(error(x / 2, xd / 2), 0);
+        EXPECT_EQ(error(2 / (x.abs() + 1), (2 / (xd.abs() + 1)).to(dt).to(kFloat64)), 0);
+      }
+    }
+  }
+}
+
 TEST(Pointwise, BroadcastErrorNamesBothShapes) {
   expect_error([] { ones({2, 3}) + ones({4}); }, {"add", "[2, 3]", "[4]", "broadcast"});
   expect_error([] { where(ones({2}) > 0, ones({3}), ones({2})); }, {"where", "[3]"});

@@ -342,7 +342,7 @@ struct Emitter {
       else if (strides[b].back().maybe_int() == 0)
         os << indent << "const fvec v" << id << " = splat(static_cast<float>(" << at(b) << "));\n";
       else
-        os << indent << "prefetch_read(&" << at(b) << ");\n"
+        os << indent << "prefetch_read<64>(&" << at(b) << ");\n"
            << indent << "const fvec v" << id << " = load_vec(&" << at(b) << ");\n";
     }
     for (size_t i = 0; i < k.nodes.size(); ++i) {
@@ -375,7 +375,7 @@ struct Emitter {
       if (is_row_output(id)) continue;  // stored once per row
       const int b = buffer_of[id];
       if (vec)
-        os << indent << "prefetch_write(&" << at(b) << ");\n"
+        os << indent << "prefetch_write<64>(&" << at(b) << ");\n"
            << indent << "store_vec(&" << at(b) << ", v" << id << ");\n";
       else
         os << indent << at(b) << " = static_cast<" << storage_type(g.values[id].dtype) << ">(v"

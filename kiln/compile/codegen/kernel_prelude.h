@@ -39,20 +39,6 @@ inline fvec round_to(fvec v) {
   store_vec(t, v);
   return load_vec(t);
 }
-// Hints that the line kPrefetchAhead bytes past p will be read (written): vectorised loops
-// give one per stream and vector. Streaming loops that compute as much as they load (gelu,
-// exp) ran at half the copy bandwidth on machines whose hardware prefetchers fall behind them,
-// and at the copy bandwidth with these (bench/RESULTS-compile.md). The address is never
-// dereferenced, so past the end of a buffer is fine.
-constexpr uintptr_t kPrefetchAhead = 4096;
-inline void prefetch_read(const void* p) {
-  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + kPrefetchAhead),
-                     0, 3);
-}
-inline void prefetch_write(void* p) {
-  __builtin_prefetch(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) + kPrefetchAhead), 1,
-                     3);
-}
 // A per-thread buffer of at least n floats, aligned to cache lines (vector stores into it must
 // not split lines), for values a row kernel keeps between passes. An allocation failure throws
 // std::bad_alloc, which Kiln's parallel_for passes on to the caller.
