@@ -10,13 +10,24 @@
 
 namespace bench {
 
-enum class Op { Add, Mul, Exp, Gelu, SumAll, SumLastDim, AmaxLastDim, SoftmaxLastDim, Matmul };
+enum class Op {
+  Add,
+  Mul,
+  MulScalar,
+  Exp,
+  Gelu,
+  SumAll,
+  SumLastDim,
+  AmaxLastDim,
+  SoftmaxLastDim,
+  Matmul
+};
 const char* op_name(Op op);
 
 struct Case {
   Op op;
   bool bf16;                  // bfloat16 inputs and outputs (float32 otherwise)
-  std::vector<int64_t> a, b;  // input shapes (b empty for unary ops)
+  std::vector<int64_t> a, b;  // input shapes (b empty for unary ops and MulScalar, a * 2.5)
 };
 
 // Inputs are float32 values; bf16 cases convert them once, outside the timed region.

@@ -24,6 +24,8 @@ const char* op_name(Op op) {
       return "add";
     case Op::Mul:
       return "mul";
+    case Op::MulScalar:
+      return "mul (by 2.5)";
     case Op::Exp:
       return "exp";
     case Op::Gelu:
@@ -62,8 +64,9 @@ std::vector<Case> all_cases(bool quick) {
       quick ? std::vector<std::vector<int64_t>>{{1, 1}, {64, 1024}}
             : std::vector<std::vector<int64_t>>{
                   {1, 1}, {1, 1024}, {64, 1024}, {1024, 1024}, {16384, 1024}};
-  const Op pointwise_and_rows[] = {Op::Add,    Op::Mul,        Op::Exp,         Op::Gelu,
-                                   Op::SumAll, Op::SumLastDim, Op::AmaxLastDim, Op::SoftmaxLastDim};
+  const Op pointwise_and_rows[] = {Op::Add,        Op::Mul,         Op::MulScalar,
+                                   Op::Exp,        Op::Gelu,        Op::SumAll,
+                                   Op::SumLastDim, Op::AmaxLastDim, Op::SoftmaxLastDim};
   std::vector<Case> cases;
   for (bool bf16 : {false, true}) {
     for (Op op : pointwise_and_rows)

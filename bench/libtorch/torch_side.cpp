@@ -27,6 +27,9 @@ class TorchRunner final : public Runner {
       case Op::Mul:
         out_ = a_ * b_;
         break;
+      case Op::MulScalar:
+        out_ = a_ * 2.5;
+        break;
       case Op::Exp:
         out_ = a_.exp();
         break;
