@@ -185,6 +185,8 @@ TEST(Pointwise, ScalarOperandsOverLongRuns) {
     expect(x + tensor(4.0, dt), [](double a) { return a + 4; });
     expect(addcmul(x, tensor(2.0, dt), x), [](double a) { return a + 2 * a; });
     expect(where(x > 0, x, tensor(-1.0, dt)), [](double a) { return a > 0 ? a : -1; });
+    expect(x > 0, [](double a) { return a > 0 ? 1.0 : 0.0; });
+    expect(x.clamp(-3, 5), [](double a) { return std::min(std::max(a, -3.0), 5.0); });
     Tensor y = x.clone();
     y.mul_(-2);
     expect(y, [](double a) { return a * -2; });
