@@ -186,6 +186,7 @@ TEST(Pointwise, ScalarOperandsOverLongRuns) {
     expect(addcmul(x, tensor(2.0, dt), x), [](double a) { return a + 2 * a; });
     expect(where(x > 0, x, tensor(-1.0, dt)), [](double a) { return a > 0 ? a : -1; });
     expect(x > 0, [](double a) { return a > 0 ? 1.0 : 0.0; });
+    EXPECT_EQ(values(x.pow(2)), values(x * x));  // x * x, rounded to dt as a product is
     expect(x.clamp(-3, 5), [](double a) { return std::min(std::max(a, -3.0), 5.0); });
     Tensor y = x.clone();
     y.mul_(-2);

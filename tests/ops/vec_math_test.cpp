@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -77,6 +78,23 @@ TEST(VecMath, ExpWithinTwoUlps) {
   EXPECT_EQ(floats(make({-kInf, kInf, -200.f, 100.f, 0.f}).exp()),
             (std::vector<float>{0.f, kInf, 0.f, kInf, 1.f}));
   EXPECT_TRUE(std::isnan(floats(make({kNaN}).exp())[0]));
+}
+
+// The vector form is the instruction, correctly rounded as std::sqrt is: equal bit for bit,
+// subnormals, -0, infinity and NaN (from negative numbers) included.
+TEST(VecMath, SqrtIsStdSqrt) {
+  std::vector<float> xs = grid(0, 1000, 100001);
+  for (int e = -149; e <= 127; ++e)
+    for (float m : {1.0f, 1.2345f, 1.5f, 1.99f}) xs.push_back(std::ldexp(m, e));
+  for (float x : {-0.f, kInf, -1.f, -kInf, kNaN}) xs.push_back(x);
+  const std::vector<float> got = floats(make(xs).sqrt());
+  int64_t differ = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float want = std::sqrt(xs[i]);
+    differ +=
+        std::isnan(want) ? !std::isnan(got[i]) : std::memcmp(&got[i], &want, sizeof(float)) != 0;
+  }
+  EXPECT_EQ(differ, 0);
 }
 
 TEST(VecMath, LogWithinThreeUlps) {
